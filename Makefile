@@ -1,0 +1,44 @@
+# amd-mixed-mla toolkit. `make test` and `make run` set everything up on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# The CPU build that lies on this workplace's disk; used only when no torch is importable.
+CPU_TORCH ?= torch==2.13.0
+
+.PHONY: setup test test-gpu run scoreboard diff submit lint clean
+
+setup: $(STAMP)
+
+# --system-site-packages keeps a ROCm or CUDA torch the machine already has.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv --system-site-packages $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q $(CPU_TORCH)
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest -q -m "not gpu"
+
+test-gpu: setup
+	$(BIN)/python -m pytest -q -m gpu
+
+run: setup
+	$(BIN)/harness run --all --mode benchmark
+	$(BIN)/harness scoreboard
+
+scoreboard: setup
+	$(BIN)/harness scoreboard
+
+diff: setup
+	$(BIN)/harness diff $(A) $(B)
+
+lint: setup
+	$(BIN)/harness lint $(N)
+
+MODE ?= leaderboard
+submit: setup
+	$(BIN)/harness submit $(N) --mode $(MODE) $(if $(DRY_RUN),--dry-run,) $(if $(FORCE),--force,)
+
+clean:
+	rm -rf $(VENV) build *.egg-info
