@@ -8,3 +8,77 @@ from harness import __version__
 @click.version_option(__version__, prog_name="harness")
 def main():
     """Validate, time, rank and submit amd-mixed-mla submissions."""
+
+
+@main.command()
+@click.option("--baseline", type=int, default=None, metavar="N",
+              help="Submission number to compute speedups against (default: the lowest-numbered one in each table).")
+@click.option("--ledger", "ledger_file", type=click.Path(dir_okay=False), default=None,
+              help="Ledger to read (default: $HARNESS_LEDGER or results/ledger.jsonl).")
+@click.option("--output", type=click.Path(dir_okay=False), default=None, help="Page to write (default: scoreboard.md).")
+@click.option("--chart", type=click.Path(dir_okay=False), default=None,
+              help="Chart to write (default: results/scoreboard.png).")
+def scoreboard(baseline, ledger_file, output, chart):
+    """Regenerate scoreboard.md and its chart from the ledger."""
+    import warnings
+    from pathlib import Path
+
+    from harness import scoreboard as board
+
+    if ledger_file and not Path(ledger_file).is_file():
+        raise click.UsageError(f"no ledger at {ledger_file}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            summary = board.regenerate(ledger_file=ledger_file, output=output or board.DEFAULT_OUTPUT,
+                                       chart=chart or board.DEFAULT_CHART, baseline=baseline)
+        except OSError as error:
+            click.echo(f"error: cannot write the scoreboard: {error}", err=True)
+            raise SystemExit(2)
+    for warning in caught:
+        click.echo(f"warning: {warning.message}", err=True)
+    click.echo(f"wrote {summary.output} ({summary.tables} tables from {summary.records} records)")
+    click.echo(f"wrote {summary.chart}" if summary.chart else "no chart: nothing timed in the ledger yet")
+
+
+@main.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--source", is_flag=True, help="Also show a unified diff of the two files.")
+@click.option("--device", default=None, metavar="NAME", help="Only records from a device whose name contains NAME.")
+@click.option("--mode", type=click.Choice(["test", "benchmark", "leaderboard", "profile"]), default=None,
+              help="Only records of this mode.")
+@click.option("--ledger", "ledger_file", type=click.Path(dir_okay=False), default=None,
+              help="Ledger to read (default: $HARNESS_LEDGER or results/ledger.jsonl).")
+def diff(a, b, source, device, mode, ledger_file):
+    """Per-shape speedup of submission B over A (numbers like 119 or file paths)."""
+    import warnings
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.syntax import Syntax
+
+    from harness import diff as differ
+    from harness import ledger
+
+    if ledger_file and not Path(ledger_file).is_file():
+        raise click.UsageError(f"no ledger at {ledger_file}")
+    console = Console()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        records = ledger.read(ledger_file)
+    for warning in caught:
+        click.echo(f"warning: {warning.message}", err=True)
+    try:
+        comparison = differ.compare(records, a, b, device=device, mode=mode)
+        console.print(differ.render_table(comparison))
+        for line in differ.notes(comparison):
+            console.print(f"note: {line}", highlight=False)
+        if source:
+            text, file_warnings = differ.source_diff(comparison)
+            for line in file_warnings:
+                console.print(f"warning: {line}", highlight=False)
+            console.print(Syntax(text, "diff") if text else "the two files are identical")
+    except differ.NothingComparable as error:
+        click.echo(f"error: {error}", err=True)
+        raise SystemExit(2)
