@@ -1,0 +1,77 @@
+"""The ledger: append and read, torn-line recovery, filters, concurrent writers."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness import ledger
+
+
+def _record(number, finished, mode="benchmark", device="NVIDIA H200", source="local"):
+    return {"source": source, "submission": {"number": number, "path": f"submissions/{number:03d}_x.py",
+                                             "sha256": "ab" * 32},
+            "mode": mode, "device": {"name": device, "arch": "sm_90", "backend": "cuda"},
+            "status": "pass", "results": [], "finished": finished}
+
+
+def test_append_then_read_keeps_order_and_adds_schema(tmp_path):
+    path = tmp_path / "results" / "ledger.jsonl"
+    ledger.append(_record(1, "2026-11-29T10:00:00"), path)
+    ledger.append(_record(2, "2026-11-29T11:00:00"), path)
+    records = ledger.read(path)
+    assert [r["submission"]["number"] for r in records] == [1, 2]
+    assert all(r["schema"] == ledger.SCHEMA_VERSION for r in records)
+    assert path.read_bytes().count(b"\n") == 2
+
+
+def test_ledger_path_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(ledger.LEDGER_ENV, str(tmp_path / "other.jsonl"))
+    assert ledger.ledger_path() == tmp_path / "other.jsonl"
+    assert ledger.ledger_path(tmp_path / "given.jsonl") == tmp_path / "given.jsonl"
+    ledger.append(_record(5, "2026-11-29T10:00:00"))
+    assert ledger.read()[0]["submission"]["number"] == 5
+
+
+def test_missing_ledger_reads_as_empty(tmp_path):
+    assert ledger.read(tmp_path / "none.jsonl") == []
+
+
+def test_torn_line_is_skipped_with_a_warning_and_the_next_append_starts_a_new_line(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    ledger.append(_record(1, "2026-11-29T10:00:00"), path)
+    with open(path, "ab") as f:  # a writer killed mid-record
+        f.write(b'{"schema": 1, "submission": {"numb')
+    with pytest.warns(ledger.TornLineWarning, match=r"ledger.jsonl:2"):
+        assert [r["submission"]["number"] for r in ledger.read(path)] == [1]
+
+    ledger.append(_record(2, "2026-11-29T11:00:00"), path)
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == 3 and lines[1] == b'{"schema": 1, "submission": {"numb'
+    assert json.loads(lines[2])["submission"]["number"] == 2
+    with pytest.warns(ledger.TornLineWarning):
+        assert [r["submission"]["number"] for r in ledger.read(path)] == [1, 2]
+
+
+def test_latest_applies_every_filter(tmp_path):
+    records = [_record(1, "2026-11-29T10:00:00"), _record(1, "2026-11-29T12:00:00", mode="test"),
+               _record(1, "2026-11-29T11:00:00"), _record(2, "2026-11-29T13:00:00"),
+               _record(1, "2026-11-29T14:00:00", device="MI355X (remote)", source="remote")]
+    assert ledger.latest(records, number=1, mode="benchmark", source="local")["finished"] == "2026-11-29T11:00:00"
+    assert ledger.latest(records, number=1)["finished"] == "2026-11-29T14:00:00"
+    assert ledger.latest(records, number=1, source="local")["finished"] == "2026-11-29T12:00:00"
+    assert ledger.latest(records, device="NVIDIA H200", mode="benchmark")["submission"]["number"] == 2
+    assert ledger.latest(records, number=3) is None
+
+
+def test_two_writers_at_once_leave_every_record_whole(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    writer = ("import sys; from harness import ledger\n"
+              "for i in range(40):\n"
+              "    ledger.append({'writer': sys.argv[1], 'i': i, 'pad': 'x' * 5000}, sys.argv[2])\n")
+    procs = [subprocess.Popen([sys.executable, "-c", writer, name, str(path)]) for name in ("a", "b")]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    records = ledger.read(path)
+    assert len(records) == 80
+    for name in ("a", "b"):
+        assert [r["i"] for r in records if r["writer"] == name] == list(range(40))
