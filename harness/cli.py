@@ -82,3 +82,58 @@ def diff(a, b, source, device, mode, ledger_file):
     except differ.NothingComparable as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(2)
+
+
+@main.command()
+@click.argument("submissions", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON instead of lines.")
+def lint(submissions, as_json):
+    """Check submissions against the server's rejection rules and KernelGuard (all of submissions/ by default).
+
+    Prints `path:line: RULE error|warning: message`; exits 1 when any finding would get a file rejected.
+    """
+    import json
+    from pathlib import Path
+
+    from harness import lint as linter
+    from harness import submission as subs
+
+    paths = []
+    for arg in submissions or [str(s.path) for s in subs.discover()]:
+        try:
+            path = subs.resolve(arg).path if arg.strip().isdigit() else Path(arg)
+        except subs.SubmissionError as error:
+            raise click.UsageError(str(error))
+        if not path.is_file():
+            raise click.UsageError(f"no such submission file: {arg}")
+        paths.append(path)
+    if not paths:
+        raise click.UsageError("no submissions to lint: name one, or add files to submissions/")
+    report, blocking, warnings = {}, 0, 0
+    for path in paths:
+        shown = _relative(path)
+        try:
+            findings = linter.lint_file(path)
+        except OSError as error:
+            raise click.UsageError(f"cannot read {shown}: {error.strerror or error}")
+        report[shown] = [vars(f) for f in findings]
+        blocking += sum(f.blocking for f in findings)
+        warnings += sum(not f.blocking for f in findings)
+        if not as_json:
+            for finding in findings:
+                click.secho(finding.format(shown), fg="red" if finding.blocking else "yellow")
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(f"{len(paths)} file(s): {blocking} blocking finding(s), {warnings} warning(s)")
+    raise SystemExit(1 if blocking else 0)
+
+
+def _relative(path) -> str:
+    """The path as the user would type it: relative to the working directory when it is below it."""
+    from pathlib import Path
+
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
