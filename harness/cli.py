@@ -37,7 +37,8 @@ def scoreboard(baseline, ledger_file, output, chart):
             raise SystemExit(2)
     for warning in caught:
         click.echo(f"warning: {warning.message}", err=True)
-    click.echo(f"wrote {summary.output} ({summary.tables} tables from {summary.records} records)")
+    tables = f"{summary.tables} table" + ("" if summary.tables == 1 else "s")
+    click.echo(f"wrote {summary.output} ({tables} from {summary.records} records)")
     click.echo(f"wrote {summary.chart}" if summary.chart else "no chart: nothing timed in the ledger yet")
 
 

@@ -8,7 +8,6 @@ Everything here only reads the ledger.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -80,7 +79,9 @@ class Table:
 
     @property
     def title(self) -> str:
-        parts = [f"{self.device} ({self.arch})" if self.arch else self.device, self.mode, f"{self.cases} cases"]
+        show_arch = self.arch and self.arch.lower() not in self.device.lower()
+        parts = [self.device, self.arch] if show_arch else [self.device]
+        parts += [self.mode, f"{self.cases} cases"]
         if self.run:
             parts.append(f"{self.run} run")
         return " · ".join(parts)
@@ -387,7 +388,7 @@ def render_markdown(tables: list[Table], *, ledger_file: str, record_count: int,
     if local:
         lines += ["## Local runs", ""] + [render_table(t) for t in local]
     if remote:
-        lines += ["## Remote runs (MI355X via popcorn)", "", REMOTE_NOTE, ""] + [render_table(t) for t in remote]
+        lines += ["## Remote runs (MI355X via popcorn)", ""] + [render_table(t) for t in remote]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -399,6 +400,7 @@ def draw_chart(tables: list[Table], path: Path) -> Path | None:
     if not timed:
         return None
     from matplotlib.figure import Figure  # a bare Figure renders with Agg and touches no global backend
+    from matplotlib.ticker import FuncFormatter
 
     fig = Figure(figsize=(11, 4.2 * len(timed)), layout="constrained")
     axes = fig.subplots(len(timed), 1, squeeze=False)[:, 0]
@@ -419,6 +421,7 @@ def draw_chart(tables: list[Table], path: Path) -> Path | None:
                     else "no bandwidth figure for this device: no floors drawn")
         ax.set_title(f"{table.title}\n{subtitle}", fontsize=10)
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         ax.set_xticks(x, [shape_label(s) for s in table.shapes])
         ax.set_ylabel("time per call (µs)")
         ax.grid(True, which="both", axis="y", alpha=0.3)
@@ -440,10 +443,12 @@ class Summary:
 
 
 def _display_path(path: Path, relative_to: Path) -> str:
+    """Relative to `relative_to` when the path lies below it, else absolute."""
+    absolute = Path(path).resolve()
     try:
-        return os.path.relpath(Path(path).resolve(), Path(relative_to).resolve())
-    except ValueError:  # another drive: keep it absolute
-        return str(path)
+        return str(absolute.relative_to(Path(relative_to).resolve()))
+    except ValueError:
+        return str(absolute)
 
 
 def regenerate(*, ledger_file=None, output=DEFAULT_OUTPUT, chart=DEFAULT_CHART, baseline: int | None = None,

@@ -1,0 +1,220 @@
+"""The scoreboard page and chart, rendered from a ledger written here."""
+from datetime import datetime, timezone
+
+import pytest
+from click.testing import CliRunner
+
+from harness import ledger
+from harness import scoreboard as board
+from harness.cli import main
+
+H200 = {"name": "NVIDIA H200", "arch": "sm_90", "backend": "cuda"}
+CPU = {"name": "cpu", "arch": "cpu", "backend": "cpu"}
+REMOTE = {"name": "MI355X (remote)", "arch": "gfx950", "backend": "remote"}
+SMALL_SHAPE = (4, 1024)
+LARGE_SHAPE = (4, 8192)
+
+FILES = {
+    "001_torch.py": "import torch\n\ndef custom_kernel(data):\n    return data[0]\n",
+    "119_hybrid.py": "import torch\nimport triton\n",
+    "120_hip.py": ("from torch.utils.cpp_extension import load_inline\n"
+                   "SOURCE = '#include <hip/hip_runtime.h>'\n"),
+    "013_broken.py": "import torch\n",
+    "200_aiter.py": "import aiter\n",
+}
+
+
+def record(name, *, means=None, device=H200, mode="benchmark", status="pass", reason="", cases="official",
+           finished="2026-11-29T10:00:00", source="local", run=None, sha=None, case_status=None):
+    number = int(name.split("_")[0])
+    results = []
+    for (batch, kv), mean in (means or {}).items():
+        results.append({"spec": {"batchsize": batch, "qseqlen": 1, "kvseqlen": kv, "seed": 1},
+                        "status": (case_status or {}).get((batch, kv), "pass"), "message": "",
+                        "stats": None if mean is None else {"runs": 10, "mean": mean, "std": 1.0, "err": 0.3,
+                                                            "best": mean, "worst": mean}})
+    rec = {"source": source, "submission": {"number": number, "path": f"submissions/{name}",
+                                            "sha256": sha or f"sha-{name}"},
+           "mode": mode, "cases": cases, "flush": "fast", "device": device, "status": status, "reason": reason,
+           "results": results, "started": finished, "finished": finished}
+    if run:
+        rec["remote"] = {"run": run}
+    return rec
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A fake repository root with submission files and an empty ledger named by HARNESS_LEDGER."""
+    (tmp_path / "submissions").mkdir()
+    for name, text in FILES.items():
+        (tmp_path / "submissions" / name).write_text(text)
+    monkeypatch.setenv(ledger.LEDGER_ENV, str(tmp_path / "results" / "ledger.jsonl"))
+    return tmp_path
+
+
+def write_h200_benchmarks():
+    ledger.append(record("001_torch.py", means={SMALL_SHAPE: 30000, LARGE_SHAPE: 50000},
+                         finished="2026-11-29T09:00:00"))  # superseded by the next one
+    ledger.append(record("001_torch.py", means={SMALL_SHAPE: 20000, LARGE_SHAPE: 41000}))
+    ledger.append(record("119_hybrid.py", means={SMALL_SHAPE: 10000, LARGE_SHAPE: 20500}))
+    ledger.append(record("120_hip.py", means={SMALL_SHAPE: 5000, LARGE_SHAPE: 10250}))
+    ledger.append(record("013_broken.py", status="fail", reason="b4 kv1k: 812 of 32768 elements mismatch",
+                         means={SMALL_SHAPE: None}, case_status={SMALL_SHAPE: "fail"}))
+    ledger.append(record("200_aiter.py", status="skip", reason="needs aiter; this machine is NVIDIA H200 (sm_90)"))
+
+
+def build(repo, **kwargs):
+    return board.build_tables(ledger.read(), root=repo, **kwargs)
+
+
+def page(repo, **kwargs):
+    return board.render_markdown(build(repo, **kwargs), ledger_file="results/ledger.jsonl", record_count=0,
+                                 generated=datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc),
+                                 chart="results/scoreboard.png")
+
+
+def test_latest_record_per_submission_with_exact_times_geomean_and_speedups(repo):
+    write_h200_benchmarks()
+    [table] = build(repo)
+    assert table.title == "NVIDIA H200 · sm_90 · benchmark · official cases"
+    assert [row.label for row in table.rows] == ["001_torch", "119_hybrid", "120_hip"]
+    assert table.shapes == [(4, 1, 1024), (4, 1, 8192)]
+    torch_row, hybrid_row, hip_row = table.rows
+    assert torch_row.means == {(4, 1, 1024): 20000.0, (4, 1, 8192): 41000.0}
+    assert torch_row.geomean_ns == pytest.approx((20000 * 41000) ** 0.5)
+    assert hybrid_row.speedup == pytest.approx(2.0) and hip_row.speedup == pytest.approx(4.0)
+    assert table.baseline == "001_torch"
+    assert [row.best for row in table.rows] == [False, False, True]
+
+    text = page(repo)
+    assert "| submission | b4 kv1k | b4 kv8k | geomean (µs) | speedup vs 001_torch | recorded (UTC) |" in text
+    assert "| 001_torch | 20.0 | 41.0 | 28.6 | 1.00× | 2026-11-29 10:00 |" in text
+    assert "| 119_hybrid | 10.0 | 20.5 | 14.3 | 2.00× | 2026-11-29 10:00 |" in text
+    assert ("| **120_hip** ★ ⚠ not verified on MI355X | 5.00 | 10.2 | **7.16** | 4.00× | 2026-11-29 10:00 |"
+            in text)
+    assert "- 013_broken: fail — b4 kv1k: 812 of 32768 elements mismatch" in text
+    assert ("- 200_aiter ⚠ not verified on MI355X: skip — needs aiter; this machine is NVIDIA H200 (sm_90)"
+            in text)
+    assert "Generated 2026-11-29 12:00 UTC by `harness scoreboard` from `results/ledger.jsonl`" in text
+    assert "![per-shape latency](results/scoreboard.png)" in text
+
+
+def test_baseline_setting_and_an_absent_baseline(repo):
+    write_h200_benchmarks()
+    [table] = build(repo, baseline=119)
+    assert table.baseline == "119_hybrid"
+    assert [round(row.speedup, 3) for row in table.rows] == [0.5, 1.0, 2.0]
+    [table] = build(repo, baseline=7)
+    assert table.baseline == "001_torch"
+    assert "Submission 7 has no complete result here" in board.render_table(table)
+
+
+def test_a_row_missing_a_shape_gets_no_geomean_and_cannot_be_best(repo):
+    ledger.append(record("001_torch.py", means={SMALL_SHAPE: 20000, LARGE_SHAPE: 40000}))
+    ledger.append(record("119_hybrid.py", means={SMALL_SHAPE: 1000}))
+    [table] = build(repo)
+    assert table.rows[1].geomean_ns is None and table.rows[1].speedup is None
+    assert table.rows[0].best and not table.rows[1].best
+    assert "| 119_hybrid | 1.00 | – | – | – |" in board.render_table(table)
+
+
+def test_tables_split_by_device_mode_and_cases_with_test_mode_verdicts(repo):
+    write_h200_benchmarks()
+    ledger.append(record("001_torch.py", device=CPU, mode="test", cases="small",
+                         means={(1, 64): None, (3, 257): None}))
+    ledger.append(record("001_torch.py", device=CPU, mode="benchmark", cases="small", means={(1, 64): 900000}))
+    titles = [t.title for t in build(repo)]
+    assert titles == ["NVIDIA H200 · sm_90 · benchmark · official cases", "cpu · test · small cases",
+                      "cpu · benchmark · small cases"]
+    test_table = board.render_table(build(repo)[1])
+    assert "| submission | b1 kv64 | b3 kv257 | status | recorded (UTC) |" in test_table
+    assert "| 001_torch | ✓ | ✓ | pass | 2026-11-29 10:00 |" in test_table
+
+
+def test_remote_tables_are_separate_with_the_rounding_note_and_public_secret_apart(repo):
+    write_h200_benchmarks()
+    ledger.append(record("120_hip.py", device=REMOTE, source="remote", mode="leaderboard", run="public",
+                         means={SMALL_SHAPE: 26500, LARGE_SHAPE: 37600}, finished="2026-11-29T11:00:00"))
+    ledger.append(record("120_hip.py", device=REMOTE, source="remote", mode="leaderboard", run="secret",
+                         finished="2026-11-29T11:00:00"))
+    tables = build(repo)
+    assert [t.remote for t in tables] == [False, True, True]
+    assert tables[1].title == "MI355X (remote) · gfx950 · leaderboard · official cases · public run"
+    assert tables[2].title.endswith("secret run")
+    text = page(repo)
+    local, remote = text.split("## Remote runs (MI355X via popcorn)")
+    assert "rounds them to about three significant digits" in remote and "approximate" in remote
+    assert "| submission | b4 kv1k | b4 kv8k | score ≈ geomean (µs) | speedup vs 120_hip |" in remote
+    assert "| **120_hip** ★ | 26.5 | 37.6 | **31.6** | 1.00× | 2026-11-29 11:00 |" in remote
+    assert "MI355X (remote)" not in local
+
+
+def test_hip_and_aiter_are_not_verified_until_a_passing_remote_test(repo):
+    write_h200_benchmarks()
+    assert [r.unverified for r in build(repo)[0].rows] == [False, False, True]
+    # A failing remote test, or a remote benchmark, does not verify the file.
+    ledger.append(record("120_hip.py", device=REMOTE, source="remote", mode="test", status="fail",
+                         reason="Testing failed", finished="2026-11-29T11:00:00"))
+    ledger.append(record("120_hip.py", device=REMOTE, source="remote", mode="benchmark",
+                         means={SMALL_SHAPE: 26500}, finished="2026-11-29T11:30:00"))
+    assert build(repo)[0].rows[2].unverified
+    assert "not verified on MI355X" in page(repo)
+    ledger.append(record("120_hip.py", device=REMOTE, source="remote", mode="test",
+                         means={SMALL_SHAPE: None}, finished="2026-11-29T12:00:00"))
+    assert not build(repo)[0].rows[2].unverified
+    text = page(repo)
+    assert "120_hip ⚠" not in text and "200_aiter ⚠ not verified on MI355X" in text
+
+
+def test_verification_follows_the_file_hash_across_renumbering(repo):
+    ledger.append(record("120_hip.py", means={SMALL_SHAPE: 5000}, sha="same-bytes"))
+    ledger.append(record("121_hip.py", device=REMOTE, source="remote", mode="test", sha="same-bytes",
+                         means={SMALL_SHAPE: None}))
+    assert not build(repo)[0].rows[0].unverified
+
+
+def test_requirements_named_in_the_record_win_over_the_file(repo):
+    rec = record("001_torch.py", means={SMALL_SHAPE: 5000})
+    rec["submission"]["requirements"] = ["torch", "aiter"]
+    ledger.append(rec)
+    assert build(repo)[0].rows[0].unverified
+
+
+def test_bandwidth_floors_count_kv_q_and_output():
+    bandwidth = board.COPY_BANDWIDTH["H200"][0]
+    # b4 kv1k, bf16: 4*1024*1152 KV bytes + 4 * (18432 Q + 16384 output) bytes at 4.27 TB/s
+    assert board.floor_ns((4, 1, 1024), "bf16", bandwidth) == pytest.approx((4 * 1024 * 1152 + 4 * 34816) / 4.27e3)
+    floors = [board.floor_ns((b, 1, kv), "fp8", bandwidth) for b in (4, 32, 64, 256) for kv in (1024, 8192)]
+    assert board.geomean(floors) / 1000 == pytest.approx(15.36, abs=0.01)
+    assert board.copy_bandwidth("AMD Instinct MI355X")[1].startswith("datasheet")
+    assert board.copy_bandwidth("cpu") is None
+
+
+def test_regenerate_writes_page_and_chart(repo):
+    write_h200_benchmarks()
+    ledger.append(record("001_torch.py", device=CPU, mode="benchmark", cases="small", means={(1, 64): 900000}))
+    summary = board.regenerate(output=repo / "scoreboard.md", chart=repo / "results" / "scoreboard.png", root=repo)
+    assert summary.tables == 2 and summary.records == 7
+    assert summary.chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (repo / "scoreboard.md").read_text()
+    assert "![per-shape latency](results/scoreboard.png)" in text and "(7 records)" in text
+
+
+def test_empty_ledger_gives_a_page_and_no_chart(repo):
+    summary = board.regenerate(output=repo / "scoreboard.md", chart=repo / "chart.png", root=repo)
+    assert summary.chart is None and not (repo / "chart.png").exists()
+    assert "No results yet" in (repo / "scoreboard.md").read_text()
+
+
+def test_cli_scoreboard_warns_on_a_torn_line_and_rejects_a_missing_ledger(repo):
+    write_h200_benchmarks()
+    with open(ledger.ledger_path(), "ab") as f:
+        f.write(b'{"torn')
+    out = repo / "board.md"
+    result = CliRunner().invoke(main, ["scoreboard", "--ledger", str(ledger.ledger_path()), "--output", str(out),
+                                       "--chart", str(repo / "board.png")])
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.output and "skipped a torn ledger line" in result.output
+    assert f"wrote {out} (1 table from 6 records)" in result.output
+    missing = CliRunner().invoke(main, ["scoreboard", "--ledger", str(repo / "nope.jsonl")])
+    assert missing.exit_code == 2 and "no ledger at" in missing.output
