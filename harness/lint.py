@@ -160,16 +160,30 @@ _FAKE_REPORT = re.compile(r"Ranked Benchmark|benchmark\.\d+\.(mean|std|err|best|
                           r"\bcheck: pass|test\.\d+\.status|\u23f1")
 
 
+_PASTE_MACRO = re.compile(r"#define\s+(\w+)\s*\([^)]*\)[^\n]*##")
+_API_NAME = re.compile(r"^(cuda|hip|cu)[A-Z_]|(?i:" + FORBIDDEN_WORD + ")")
+
+
 def _text_rules(text: str) -> list[Finding]:
     findings = []
+    paste_macros = set(_PASTE_MACRO.findall(text))
     for number, line in enumerate(text.splitlines(), start=1):
-        if _TOKEN_PASTE.search(line):
+        if _TOKEN_PASTE.search(line) or any(_pasted_api_name(macro, line) for macro in paste_macros):
             findings.append(Finding("TOKEN_PASTE_CUDA_API", number,
                                     "`##` token pasting builds a CUDA/HIP API name, dodging the server's word filter", True))
         if _FAKE_REPORT.search(line):
             findings.append(Finding("FAKE_BENCHMARK_EMIT", number,
                                     "text of the evaluator's result lines or ranked report; submissions must not emit it", True))
     return findings
+
+
+def _pasted_api_name(macro: str, line: str) -> bool:
+    """Does this line call a `##` macro whose glued arguments spell a CUDA/HIP API name?"""
+    for arguments in re.findall(r"\b" + re.escape(macro) + r"\s*\(([^()]*)\)", line):
+        glued = "".join(part.strip() for part in arguments.split(","))
+        if _API_NAME.search(glued):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------
