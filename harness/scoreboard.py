@@ -43,6 +43,7 @@ class Row:
     record: dict
     means: dict            # shape -> mean ns (timed tables)
     verdicts: dict         # shape -> case status
+    reported_score_ns: float | None = None  # remote score without per-shape times (popcorn >= v1.3.16)
     geomean_ns: float | None = None
     speedup: float | None = None
     best: bool = False
@@ -75,15 +76,15 @@ class Table:
 
     @property
     def timed(self) -> bool:
-        return self.mode in TIMED_MODES and any(row.means for row in self.rows)
+        return self.mode in TIMED_MODES and any(row.means or row.reported_score_ns for row in self.rows)
 
     @property
     def title(self) -> str:
         show_arch = self.arch and self.arch.lower() not in self.device.lower()
         parts = [self.device, self.arch] if show_arch else [self.device]
         parts += [self.mode, f"{self.cases} cases"]
-        if self.run:
-            parts.append(f"{self.run} run")
+        if self.remote:
+            parts.append(f"{self.run} run" if self.run else "attempts with no report")
         return " · ".join(parts)
 
 
@@ -139,6 +140,12 @@ def case_means(record: dict) -> dict:
         if result.get("status") == "pass" and stats.get("mean") is not None:
             means[shape_of(result.get("spec") or {})] = float(stats["mean"])
     return means
+
+
+def reported_score_ns(record: dict) -> float | None:
+    """The score a remote report printed (seconds in the record), when it came without per-shape times."""
+    score = (record.get("remote") or {}).get("score") if record.get("source") == "remote" else None
+    return float(score) * 1e9 if score else None
 
 
 def case_verdicts(record: dict) -> dict:
@@ -260,7 +267,7 @@ def build_tables(records: list[dict], *, baseline: int | None = None, root: Path
         if status == "pass":
             table.rows.append(Row(label=label, number=(record.get("submission") or {}).get("number"),
                                   record=record, means=case_means(record), verdicts=case_verdicts(record),
-                                  unverified=unverified))
+                                  reported_score_ns=reported_score_ns(record), unverified=unverified))
         elif status == "skip":
             table.skipped.append(Listed(label, status, failure_reason(record), unverified))
         else:
@@ -284,8 +291,10 @@ def _fill_scores(table: Table, baseline: int | None) -> None:
         return
     for row in table.rows:
         # A geomean over fewer shapes than the others would not be comparable: leave it out.
-        if all(shape in row.means for shape in table.shapes):
+        if row.means and all(shape in row.means for shape in table.shapes):
             row.geomean_ns = geomean(row.means[shape] for shape in table.shapes)
+        elif not row.means and row.reported_score_ns:
+            row.geomean_ns = row.reported_score_ns
     scored = [row for row in table.rows if row.geomean_ns is not None]
     if not scored:
         return
@@ -348,6 +357,9 @@ def render_table(table: Table) -> str:
         if table.timed:
             lines.append("Per-shape mean time in µs; geomean over every shape in the table; "
                          "speedup = baseline geomean / this geomean; ★ = best.")
+            if any(row.reported_score_ns and not row.means for row in table.rows):
+                lines.append("Rows without per-shape times show the score popcorn printed (popcorn >= v1.3.16 "
+                             "reports no per-shape timings).")
             lines.append("")
     for note in table.notes:
         lines += [f"Note: {note}", ""]

@@ -218,3 +218,26 @@ def test_cli_scoreboard_warns_on_a_torn_line_and_rejects_a_missing_ledger(repo):
     assert f"wrote {out} (1 table from 6 records)" in result.output
     missing = CliRunner().invoke(main, ["scoreboard", "--ledger", str(repo / "nope.jsonl")])
     assert missing.exit_code == 2 and "no ledger at" in missing.output
+
+
+def test_remote_score_without_per_shape_times_is_shown_as_the_score(repo):
+    ledger.append(record("119_hybrid.py", device=REMOTE, source="remote", mode="leaderboard", run="public",
+                         means={SMALL_SHAPE: 20000, LARGE_SHAPE: 80000}))
+    json_only = record("120_hip.py", device=REMOTE, source="remote", mode="leaderboard", run="public")
+    json_only["remote"]["score"] = 0.00002
+    ledger.append(json_only)
+    [table] = build(repo)
+    assert table.rows[0].geomean_ns == pytest.approx(40000) and table.rows[1].geomean_ns == pytest.approx(20000)
+    text = board.render_table(table)
+    assert "| **120_hip** ★ | – | – | **20.0** | 2.00× |" in text
+    assert "Rows without per-shape times show the score popcorn printed" in text
+
+
+def test_a_remote_attempt_without_a_report_is_listed_apart_with_its_reason(repo):
+    failed = record("120_hip.py", device=REMOTE, source="remote", mode="leaderboard", status="error",
+                    reason="popcorn-cli is not installed", run=None)
+    failed["remote"] = {"run": None}
+    ledger.append(failed)
+    [table] = build(repo)
+    assert table.title.endswith("attempts with no report") and not table.rows
+    assert "- 120_hip ⚠ not verified on MI355X: error — popcorn-cli is not installed" in board.render_table(table)
