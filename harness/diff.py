@@ -144,7 +144,7 @@ def _speedup_text(value: float) -> str:
 def render_table(comparison: Comparison) -> RichTable:
     """Per-shape times of A and B in µs and B's speedup over A, geomean last."""
     c = comparison
-    table = RichTable(title=f"{c.b_label} over {c.a_label} · {c.device} · {c.mode} · {c.cases} cases",
+    table = RichTable(title=f"{c.b_label} over {c.a_label}\n{c.device} · {c.mode} · {c.cases} cases",
                       caption="speedup = A's time / B's time (> 1: B is faster)")
     table.add_column("shape")
     table.add_column(f"A {c.a_label} (µs)", justify="right")

@@ -1,0 +1,107 @@
+"""`harness diff`: per-shape speedups from a ledger written here, source diffs, nothing-comparable errors."""
+import hashlib
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from harness import diff as differ
+from harness import ledger
+from harness.cli import main
+
+H200 = {"name": "NVIDIA H200", "arch": "sm_90", "backend": "cuda"}
+CPU = {"name": "cpu", "arch": "cpu", "backend": "cpu"}
+
+
+def record(number, means, *, device=H200, mode="benchmark", cases="official", finished="2026-11-29T10:00:00",
+           status="pass", path=None, sha="x"):
+    results = [{"spec": {"batchsize": b, "qseqlen": 1, "kvseqlen": kv, "seed": 7}, "status": "pass",
+                "stats": {"runs": 5, "mean": mean, "std": 1.0, "err": 0.5, "best": mean, "worst": mean}}
+               for (b, kv), mean in means.items()]
+    return {"source": "local", "submission": {"number": number, "path": path or f"submissions/{number:03d}_s.py",
+                                              "sha256": sha},
+            "mode": mode, "cases": cases, "device": device, "status": status, "reason": "",
+            "results": results, "finished": finished}
+
+
+def test_speedup_per_shape_and_geomean_from_the_latest_records():
+    records = [record(119, {(4, 1024): 99000, (4, 8192): 99000}, finished="2026-11-29T08:00:00"),
+               record(119, {(4, 1024): 20000, (4, 8192): 40000}),
+               record(120, {(4, 1024): 10000, (4, 8192): 40000, (32, 1024): 5000})]
+    c = differ.compare(records, "119", "120")
+    assert (c.device, c.mode, c.cases) == ("NVIDIA H200", "benchmark", "official")
+    assert [(s.shape, s.speedup) for s in c.shapes] == [((4, 1, 1024), 2.0), ((4, 1, 8192), 1.0)]
+    assert c.geomean_speedup == pytest.approx(2 ** 0.5)
+    assert c.only_b == [(32, 1, 1024)] and c.only_a == []
+    assert "left out, only B timed: b32 kv1k" in differ.notes(c)
+
+    console = Console(width=120, record=True)
+    console.print(differ.render_table(c))
+    text = console.export_text()
+    assert "b4 kv1k" in text and "20.0" in text and "10.0" in text and "2.00×" in text
+    assert "geomean" in text and "28.3" in text and "20.0" in text and "1.41×" in text
+
+
+def test_the_most_recent_common_device_and_mode_wins_unless_narrowed():
+    records = [record(1, {(4, 1024): 30000}), record(2, {(4, 1024): 10000}),
+               record(1, {(1, 64): 900000}, device=CPU, cases="small", finished="2026-11-29T12:00:00"),
+               record(2, {(1, 64): 300000}, device=CPU, cases="small", finished="2026-11-29T12:05:00"),
+               record(2, {(4, 1024): 1000}, mode="leaderboard", finished="2026-11-29T13:00:00")]
+    latest = differ.compare(records, "1", "2")
+    assert latest.device == "cpu" and latest.geomean_speedup == pytest.approx(3.0)
+    narrowed = differ.compare(records, "1", "2", device="h200")
+    assert narrowed.device == "NVIDIA H200" and narrowed.mode == "benchmark"
+    assert narrowed.geomean_speedup == pytest.approx(3.0)
+
+
+def test_nothing_comparable_says_why():
+    records = [record(1, {(4, 1024): 30000}), record(2, {(1, 64): 10000}, device=CPU, cases="small"),
+               record(3, {}, status="fail")]
+    with pytest.raises(differ.NothingComparable, match="no timed shapes in common"):
+        differ.compare(records, "1", "2")
+    with pytest.raises(differ.NothingComparable, match="no timed result of submission '3'"):
+        differ.compare(records, "1", "3")
+    with pytest.raises(differ.NothingComparable, match="no timed result of submission '2' in the ledger on a "
+                                                       "device matching 'H200'"):
+        differ.compare(records, "1", "2", device="H200")
+    with pytest.raises(differ.NothingComparable, match="in leaderboard mode"):
+        differ.compare(records, "1", "2", mode="leaderboard")
+
+
+def test_a_path_argument_matches_the_record_of_that_file(tmp_path):
+    other = tmp_path / "experiment.py"
+    other.write_text("x = 1\n")
+    records = [record(1, {(4, 1024): 30000}), record(None, {(4, 1024): 15000}, path=str(other))]
+    c = differ.compare(records, "1", str(other))
+    assert c.b_label == "experiment" and c.geomean_speedup == pytest.approx(2.0)
+    assert differ.parse_ref("submissions/120_hip.py").number == 120
+
+
+def test_source_diff_and_a_changed_file_warning(tmp_path):
+    a = tmp_path / "001_a.py"
+    b = tmp_path / "002_b.py"
+    a.write_text("def custom_kernel(data):\n    return 1\n")
+    b.write_text("def custom_kernel(data):\n    return 2\n")
+    records = [record(1, {(4, 1024): 2000}, path=str(a), sha=hashlib.sha256(a.read_bytes()).hexdigest()),
+               record(2, {(4, 1024): 1000}, path=str(b), sha="recorded-before-an-edit")]
+    text, warnings = differ.source_diff(differ.compare(records, "1", "2"))
+    assert f"--- {a}" in text and f"+++ {b}" in text
+    assert "-    return 1\n" in text and "+    return 2\n" in text
+    assert warnings == [f"{b} changed since it was timed: the diff shows today's file"]
+    b.unlink()
+    with pytest.raises(differ.NothingComparable, match="cannot read"):
+        differ.source_diff(differ.compare(records, "1", "2"))
+
+
+def test_cli_diff_prints_the_table_and_exits_2_when_nothing_compares(tmp_path, monkeypatch):
+    path = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv(ledger.LEDGER_ENV, str(path))
+    ledger.append(record(1, {(4, 1024): 30000}))
+    ledger.append(record(2, {(4, 1024): 10000}))
+    result = CliRunner().invoke(main, ["diff", "1", "2"])
+    assert result.exit_code == 0, result.output
+    assert "3.00×" in result.output and "note: A recorded 2026-11-29T10:00:00" in result.output
+    missing = CliRunner().invoke(main, ["diff", "1", "9"])
+    assert missing.exit_code == 2
+    assert missing.output.strip() == "error: no timed result of submission '9' in the ledger"
+    assert CliRunner().invoke(main, ["diff", "1", "2", "--mode", "fast"]).exit_code == 2
