@@ -1,0 +1,124 @@
+"""What this machine is, and which submissions it can run (DESIGN section 5)."""
+import dataclasses
+import importlib.metadata
+import importlib.util
+import platform as python_platform
+from pathlib import Path
+
+import torch
+
+from harness import __version__
+from harness.submission import Submission
+
+BACKENDS = ("cuda", "rocm", "cpu")
+
+
+class PlatformError(ValueError):
+    """A device request this machine cannot satisfy (message is one line for the user)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Platform:
+    backend: str  # "cuda" | "rocm" | "cpu"
+    device_name: str  # "NVIDIA H200", "AMD Instinct MI355X", "cpu (x86_64)"
+    arch: str  # "sm_90", "gfx950", "cpu"
+    versions: dict
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.backend != "cpu"
+
+    @property
+    def torch_device(self) -> str:
+        """The device string generate_input and submissions use here (ROCm builds call it cuda too)."""
+        return "cuda" if self.is_gpu else "cpu"
+
+    def describe(self) -> str:
+        """'NVIDIA H200 (sm_90)'."""
+        return self.device_name if self.arch == "cpu" else f"{self.device_name} ({self.arch})"
+
+    def record_device(self) -> dict:
+        """The ledger's `device` field."""
+        return {"name": self.device_name, "arch": self.arch, "backend": self.backend}
+
+
+def _distribution_version(*names: str) -> str | None:
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def aiter_version() -> str | None:
+    """AMD's aiter version when it is installed, else None. PyPI's unrelated `aiter` (async iterators) does not count."""
+    try:
+        spec = importlib.util.find_spec("aiter")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    # AMD's package ships the MLA kernels; look for them on disk instead of importing (slow, may build kernels).
+    if not any((Path(place) / "mla.py").exists() for place in spec.submodule_search_locations):
+        return None
+    return _distribution_version("amd-aiter", "aiter") or "unknown"
+
+
+def versions() -> dict:
+    return {
+        "torch": torch.__version__,
+        "triton": _distribution_version("triton", "pytorch-triton-rocm", "pytorch-triton"),
+        "aiter": aiter_version(),
+        "python": python_platform.python_version(),
+        "harness": __version__,
+    }
+
+
+def _gpu_arch() -> str:
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    if torch.version.hip:
+        return props.gcnArchName.split(":")[0]
+    return f"sm_{props.major}{props.minor}"
+
+
+def detect(device: str = "auto") -> Platform:
+    """The platform for `device`: "auto" (the GPU when there is one), "cuda" (a GPU, ROCm included) or "cpu"."""
+    if device not in ("auto", "cuda", "cpu"):
+        raise PlatformError(f"unknown device {device!r}: use auto, cuda or cpu")
+    has_gpu = torch.cuda.is_available()
+    if device == "cuda" and not has_gpu:
+        raise PlatformError(f"--device cuda, but this machine has no usable GPU (torch {torch.__version__})")
+    if device == "cpu" or not has_gpu:
+        machine = python_platform.machine() or "unknown"
+        return Platform(backend="cpu", device_name=f"cpu ({machine})", arch="cpu", versions=versions())
+    return Platform(
+        backend="rocm" if torch.version.hip else "cuda",
+        device_name=torch.cuda.get_device_name(torch.cuda.current_device()),
+        arch=_gpu_arch(),
+        versions=versions(),
+    )
+
+
+def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
+    """(True, note) when this platform can run the submission, else (False, what is missing and what this machine is)."""
+    needs = submission.requirements
+    here = f"this machine is {platform.describe()}"
+    if "hip" in needs:
+        archs = "/".join(sorted(submission.hip_archs)) or "a ROCm GPU"
+        if platform.backend != "rocm":
+            return False, f"needs ROCm: HIP source compiled with load_inline for {archs}; {here}"
+        if submission.hip_archs and platform.arch not in submission.hip_archs:
+            return False, f"needs a ROCm GPU of arch {archs} for its HIP source; {here}"
+    if "aiter" in needs:
+        if platform.backend != "rocm":
+            return False, f"needs AMD aiter, which runs only on ROCm; {here}"
+        if platform.versions.get("aiter") is None:
+            return False, f"needs AMD aiter, which is not installed; {here}"
+    if "triton" in needs:
+        if platform.versions.get("triton") is None:
+            return False, f"needs Triton, which is not installed; {here}"
+        if platform.backend == "cpu":
+            return True, "Triton kernels run through the interpreter (TRITON_INTERPRET=1)"
+    return True, ""
+

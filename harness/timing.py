@@ -1,0 +1,129 @@
+"""Timing one call the way the official eval.py does: synchronize, flush, events around the call.
+
+Also the official statistics (calculate_stats) and the official stopping rule, as small pure functions.
+"""
+import dataclasses
+import functools
+import math
+import time
+
+import torch
+
+FLUSH_MODES = ("fast", "official", "none")
+
+# The official flush (utils.clear_l2_cache_large): a 16000 x 1024 x 1024 float32 randn, 64 GiB.
+OFFICIAL_FLUSH_SHAPE = (16000, 1024, 1024)
+
+# Last-level cache per arch where torch does not report the right one (MI355X/MI300X: 256 MB Infinity Cache).
+LAST_LEVEL_CACHE_BYTES = {"gfx950": 256 << 20, "gfx942": 256 << 20}
+FAST_FLUSH_CACHE_MULTIPLE = 4  # write 4x the last-level cache so nothing of the previous call survives
+
+# After the fast flush the GPU sleeps this long. The official 64 GiB randn keeps the GPU busy for ~20 ms,
+# during which the host enqueues the submission's launches, so events time GPU work only. A 1 GiB write
+# lasts ~0.3 ms, too short for host-heavy submissions; 3 ms of sleep hides host-side work up to ~3 ms
+# (a couple of ms of Python and launch overhead) while costing only 3 s over 1000 timed calls.
+FAST_FLUSH_SLEEP_MS = 3.0
+
+# Official stopping rule constants (eval.py _run_single_benchmark).
+MIN_RUNS = 3
+RELATIVE_ERROR_TARGET = 0.001
+WALL_LIMIT_NS = 120e9
+
+
+@dataclasses.dataclass
+class Stats:
+    runs: int
+    mean: float
+    std: float
+    err: float
+    best: float
+    worst: float
+
+
+def calculate_stats(durations: list) -> Stats:
+    """The official statistics over durations in ns: sample std (n-1), err = std / sqrt(n)."""
+    runs = len(durations)
+    if runs == 0:
+        raise ValueError("no durations to summarise")
+    average = sum(durations) / runs
+    variance = sum((d - average) ** 2 for d in durations)
+    # The official code divides by n-1 and so needs two runs; a single run has no spread to report.
+    std = math.sqrt(variance / (runs - 1)) if runs > 1 else 0.0
+    return Stats(runs=runs, mean=average, std=std, err=std / math.sqrt(runs),
+                 best=float(min(durations)), worst=float(max(durations)))
+
+
+def should_stop(stats: Stats, wall_ns: float, max_time_ns: float, wall_limit_ns: float = WALL_LIMIT_NS) -> bool:
+    """The official rule, checked after every call from the third on: precise enough, enough kernel time, or too long."""
+    if stats.runs < MIN_RUNS:
+        return False
+    if stats.mean <= 0:  # a zero-time call cannot get more precise (the official code would divide by zero)
+        return True
+    return (stats.err / stats.mean < RELATIVE_ERROR_TARGET
+            or stats.mean * stats.runs > max_time_ns
+            or wall_ns > wall_limit_ns)
+
+
+def synchronize(device: str) -> None:
+    if device != "cpu":
+        torch.cuda.synchronize()
+
+
+def flush_last_level_cache(mode: str) -> None:
+    """Evict the previous call's data from the GPU's last-level cache ("none" on the CPU)."""
+    if mode == "none":
+        return
+    if mode == "official":
+        dummy = torch.randn(OFFICIAL_FLUSH_SHAPE, device="cuda")
+        del dummy
+        return
+    if mode == "fast":
+        _fast_flush_buffer(torch.cuda.current_device()).zero_()
+        torch.cuda._sleep(_sleep_cycles(torch.cuda.current_device(), FAST_FLUSH_SLEEP_MS))
+        return
+    raise ValueError(f"unknown flush mode {mode!r}: use one of {', '.join(FLUSH_MODES)}")
+
+
+def last_level_cache_bytes(device_index: int) -> int:
+    props = torch.cuda.get_device_properties(device_index)
+    arch = getattr(props, "gcnArchName", "").split(":")[0]
+    if arch in LAST_LEVEL_CACHE_BYTES:
+        return LAST_LEVEL_CACHE_BYTES[arch]
+    return int(getattr(props, "L2_cache_size", 0)) or (256 << 20)
+
+
+@functools.cache
+def _fast_flush_buffer(device_index: int) -> torch.Tensor:
+    size = FAST_FLUSH_CACHE_MULTIPLE * last_level_cache_bytes(device_index)
+    return torch.empty(size, dtype=torch.uint8, device=f"cuda:{device_index}")
+
+
+@functools.cache
+def _sleep_cycles(device_index: int, milliseconds: float) -> int:
+    """torch.cuda._sleep counts GPU clock cycles; measure the clock once so the sleep lasts `milliseconds`."""
+    probe_cycles = 2_000_000
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(2):  # the first round pays the kernel's load
+        start.record()
+        torch.cuda._sleep(probe_cycles)
+        end.record()
+        torch.cuda.synchronize()
+    cycles_per_ms = probe_cycles / max(start.elapsed_time(end), 1e-3)
+    return int(cycles_per_ms * milliseconds)
+
+
+def time_call(fn, device: str, flush: str):
+    """(fn's result, duration in ns): device events around the call on a GPU, perf_counter_ns on the CPU."""
+    synchronize(device)
+    flush_last_level_cache(flush)
+    if device == "cpu":
+        start = time.perf_counter_ns()
+        result = fn()
+        return result, time.perf_counter_ns() - start
+    start_event = torch.cuda.Event(enable_timing=True)
+    end_event = torch.cuda.Event(enable_timing=True)
+    start_event.record()
+    result = fn()
+    end_event.record()
+    torch.cuda.synchronize()
+    return result, start_event.elapsed_time(end_event) * 1e6

@@ -1,0 +1,272 @@
+"""Each submission runs in its own child process: `python -m harness.worker`.
+
+Parent side: `Worker.call(op, timeout_s, **args)` sends one request and waits for the reply, like the
+official eval.py's pool.apply. A crash (non-zero exit, signal) or a case that runs past its limit
+kills the child and becomes an error/timeout reply with one clear reason; the next call starts a fresh
+child. Child side: `child_main` imports the submission as module `submission` (lazily, on first use,
+as eval.py does), serves requests with harness.protocol's child operations and answers over a private
+pipe that nothing the submission starts can inherit (like the official PopcornOutput). The child's
+stdout and stderr go to a log file; the parent shows only a capped tail. The child never writes the ledger.
+
+Messages are JSON lines. Request: {"op": "test" | "benchmark" | "profile", "args": {...}}.
+Reply: {"ok": true, "result": {...}} or {"ok": false, "status": "error" | "timeout", "message": "..."}.
+"""
+import argparse
+import importlib.abc
+import importlib.util
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+LOG_DIR = REPO_ROOT / "results" / "logs"
+
+MAX_MESSAGE_CHARS = 4000  # a reply's message is capped so a giant mismatch report cannot flood the parent
+LOG_TAIL_LINES = 20
+LOG_TAIL_CHARS = 2000
+EXIT_GRACE_S = 10.0  # how long a child may take to exit after its requests pipe closes
+
+
+def child_environment(device: str, triton_interpreter: bool, base: dict | None = None) -> dict:
+    """The child's environment: POPCORN_SEED removed (as eval.py does), device pinned, task/reference on the path."""
+    env = dict(os.environ if base is None else base)
+    env.pop("POPCORN_SEED", None)
+    env["MLA_DEVICE"] = device
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    if device == "cpu":
+        # --device cpu on a GPU machine: the submission must not reach the GPU either.
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env["HIP_VISIBLE_DEVICES"] = ""
+    if triton_interpreter:
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def exit_reason(returncode: int) -> str:
+    """'killed by signal 11 (SIGSEGV)' or 'exited with code 3'."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-returncode} ({name})"
+    return f"exited with code {returncode}"
+
+
+def cap(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 40] + f" ... [{len(text) - limit + 40} chars cut]"
+
+
+class Worker:
+    """A child process that serves one submission; restarted after any crash, timeout or exception."""
+
+    def __init__(self, submission_path: Path, device: str, log_path: Path, triton_interpreter: bool = False):
+        self.submission_path = Path(submission_path)
+        self.device = device
+        self.log_path = Path(log_path)
+        self.env = child_environment(device, triton_interpreter)
+        self._process = None
+        self._requests = None  # parent's write end
+        self._replies = None  # parent's read end
+        self._buffer = b""
+        self.last_log_tail = ""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        request_read, request_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            log.write(f"=== worker started {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
+            log.flush()
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "harness.worker", "--submission", str(self.submission_path),
+                 "--request-fd", str(request_read), "--reply-fd", str(reply_write)],
+                cwd=REPO_ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                pass_fds=(request_read, reply_write), start_new_session=True,
+            )
+        os.close(request_read)
+        os.close(reply_write)
+        self._requests, self._replies, self._buffer = request_write, reply_read, b""
+
+    def close(self) -> None:
+        """Ask the child to finish (its requests pipe closes), then make sure it is gone."""
+        if self._process is None:
+            return
+        os.close(self._requests)
+        try:
+            self._process.wait(timeout=EXIT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self._kill()
+        self._forget()
+
+    def _kill(self) -> None:
+        # The child leads its own session, so this ends it and anything it started (compilers, helpers).
+        try:
+            os.killpg(self._process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._process.wait()
+
+    def _forget(self) -> None:
+        for fd in (self._requests, self._replies):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._process = None
+
+    # -- one request -----------------------------------------------------------------------------
+
+    def call(self, op: str, timeout_s: float, **args) -> dict:
+        """Run one operation in the child; always returns a reply dict, never raises for the child's faults."""
+        if self._process is None:
+            self._start()
+        log_offset = self._log_size()
+        deadline = time.monotonic() + timeout_s
+        try:
+            os.write(self._requests, (json.dumps({"op": op, "args": args}) + "\n").encode())
+            line = self._read_line(deadline)
+        except (BrokenPipeError, EOFError):
+            return self._failed("error", self._crash_reason(), log_offset)
+        if line is None:
+            self._kill()
+            self._forget()
+            return self._failed("timeout", f"exceeded the {timeout_s:g} s case limit", log_offset)
+        try:
+            reply = json.loads(line)
+        except json.JSONDecodeError:
+            self._kill()
+            self._forget()
+            return self._failed("error", "the worker sent an unreadable reply", log_offset)
+        if not reply.get("ok"):
+            # A Python exception may leave the device in a bad state (illegal address...): start afresh.
+            self.close()
+            return self._failed(reply.get("status", "error"), reply.get("message", "unknown error"), log_offset)
+        self.last_log_tail = ""
+        return reply
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        """One reply line, or None at the deadline; EOFError when the child closed its end (it died)."""
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self._replies], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(self._replies, 1 << 16)
+            if not chunk:
+                raise EOFError
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def _crash_reason(self) -> str:
+        try:
+            returncode = self._process.wait(timeout=EXIT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self._kill()
+            returncode = self._process.returncode
+            self._forget()
+            return "closed its reply pipe and did not exit (killed)"
+        self._forget()
+        if returncode == 0:
+            return "the worker exited (code 0) before replying"
+        return exit_reason(returncode)
+
+    def _failed(self, status: str, message: str, log_offset: int) -> dict:
+        self.last_log_tail = self._log_tail(log_offset)
+        return {"ok": False, "status": status, "message": cap(message), "log_tail": self.last_log_tail}
+
+    def _log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def _log_tail(self, offset: int) -> str:
+        """The last lines the child printed since `offset`, capped."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(max(offset, self._log_size() - 64 * LOG_TAIL_CHARS))
+                text = log.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        lines = text.splitlines()[-LOG_TAIL_LINES:]
+        return "\n".join(lines)[-LOG_TAIL_CHARS:]
+
+
+# ---------------------------------------------------------------------------------------------
+# Child side
+# ---------------------------------------------------------------------------------------------
+
+class _SubmissionFinder(importlib.abc.MetaPathFinder):
+    """Makes `import submission` load the submission file, as the official runner's submission.py."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "submission":
+            return None
+        return importlib.util.spec_from_file_location("submission", self.path)
+
+
+def _one_line_error(exc: BaseException, submission_path: str) -> str:
+    """'ValueError: bad shape (submission line 12)': the exception and the deepest frame in the submission."""
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(frame.filename) == submission_path:
+            where = f" (submission line {frame.lineno})"
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first_line}{where}".rstrip()
+
+
+def child_main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.worker")
+    parser.add_argument("--submission", required=True)
+    parser.add_argument("--request-fd", type=int, required=True)
+    parser.add_argument("--reply-fd", type=int, required=True)
+    options = parser.parse_args(argv)
+    # Nothing the submission starts may inherit the pipes (it could forge replies).
+    os.set_inheritable(options.request_fd, False)
+    os.set_inheritable(options.reply_fd, False)
+    submission_path = os.path.abspath(options.submission)
+    sys.path.insert(0, str(REPO_ROOT))
+    sys.meta_path.insert(0, _SubmissionFinder(submission_path))
+
+    from harness import protocol
+
+    requests = os.fdopen(options.request_fd, "r")
+    replies = os.fdopen(options.reply_fd, "w")
+    for line in requests:
+        request = json.loads(line)
+        try:
+            operation = protocol.CHILD_OPERATIONS[request["op"]]
+            reply = {"ok": True, "result": operation(**request["args"])}
+        except Exception as exc:  # the submission's fault: report it, keep the harness alive
+            traceback.print_exc()
+            reply = {"ok": False, "status": "error", "message": _one_line_error(exc, submission_path)}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(child_main())
