@@ -65,13 +65,12 @@ def diff(a, b, source, device, mode, ledger_file):
     if ledger_file and not Path(ledger_file).is_file():
         raise click.UsageError(f"no ledger at {ledger_file}")
     console = Console()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        records = ledger.read(ledger_file)
-    for warning in caught:
-        click.echo(f"warning: {warning.message}", err=True)
     try:
-        comparison = differ.compare(records, a, b, device=device, mode=mode)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            comparison = differ.compare(ledger.read(ledger_file), a, b, device=device, mode=mode)
+        for warning in caught:
+            click.echo(f"warning: {warning.message}", err=True)
         console.print(differ.render_table(comparison))
         for line in differ.notes(comparison):
             console.print(f"note: {line}", highlight=False)

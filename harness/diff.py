@@ -15,7 +15,8 @@ from pathlib import Path
 from rich.table import Table as RichTable
 
 from harness.ledger import REPO_ROOT
-from harness.scoreboard import case_means, format_us, geomean, shape_label, submission_label
+from harness.scoreboard import (case_means, finished_at, format_us, geomean, shape_label, submission_label,
+                                usable_records)
 
 NUMBERED_NAME = re.compile(r"^(\d+)_")
 
@@ -103,7 +104,7 @@ def _latest_timed(records: list[dict], ref: SubmissionRef, device: str | None, m
             continue
         if mode is not None and group[1] != mode:
             continue
-        if group not in found or record.get("finished", "") >= found[group].get("finished", ""):
+        if group not in found or finished_at(record) >= finished_at(found[group]):
             found[group] = record
     return found
 
@@ -112,6 +113,7 @@ def compare(records: list[dict], a: str, b: str, *, device: str | None = None,
             mode: str | None = None) -> Comparison:
     """B against A on their most recent comparable records; NothingComparable when there is none."""
     ref_a, ref_b = parse_ref(a), parse_ref(b)
+    records = usable_records(records)
     latest_a = _latest_timed(records, ref_a, device, mode)
     latest_b = _latest_timed(records, ref_b, device, mode)
     where = "".join([f" on a device matching '{device}'" if device else "", f" in {mode} mode" if mode else ""])
@@ -122,7 +124,7 @@ def compare(records: list[dict], a: str, b: str, *, device: str | None = None,
     for group in set(latest_a) & set(latest_b):
         rec_a, rec_b = latest_a[group], latest_b[group]
         if set(case_means(rec_a)) & set(case_means(rec_b)):
-            stamps = sorted((rec_a.get("finished", ""), rec_b.get("finished", "")))
+            stamps = sorted((finished_at(rec_a), finished_at(rec_b)))
             candidates.append((stamps[1], stamps[0], group))
     if not candidates:
         raise NothingComparable(f"'{a}' and '{b}' have no timed shapes in common on the same device, mode "

@@ -8,6 +8,7 @@ Everything here only reads the ledger.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -132,6 +133,37 @@ def submission_label(record: dict) -> str:
     return str(sub.get("number", "?"))
 
 
+class MalformedRecordWarning(UserWarning):
+    """A ledger line that is valid JSON but not a record this harness can read."""
+
+
+def finished_at(record: dict) -> str:
+    return str(record.get("finished") or "")
+
+
+def _well_formed(record: dict) -> bool:
+    try:
+        if not isinstance(record.get("submission"), dict) or not isinstance(record.get("device"), dict):
+            return False
+        for result in record.get("results") or []:
+            shape_of(result.get("spec") or {})
+            mean = (result.get("stats") or {}).get("mean")
+            if mean is not None:
+                float(mean)
+        return True
+    except (TypeError, ValueError, AttributeError):
+        return False
+
+
+def usable_records(records: list[dict]) -> list[dict]:
+    """The records this module can read; any other is left out with a MalformedRecordWarning."""
+    usable = [record for record in records if _well_formed(record)]
+    if len(usable) < len(records):
+        warnings.warn(f"left out {len(records) - len(usable)} malformed ledger record(s)", MalformedRecordWarning,
+                      stacklevel=2)
+    return usable
+
+
 def case_means(record: dict) -> dict:
     """shape -> mean ns for every case that passed and was timed (the last one wins on repeats)."""
     means = {}
@@ -245,11 +277,12 @@ def _row_order(row) -> tuple:
 
 def build_tables(records: list[dict], *, baseline: int | None = None, root: Path = REPO_ROOT) -> list[Table]:
     """One table per (device, mode, cases, remote run) with the latest record of each submission."""
+    records = usable_records(records)
     latest: dict[tuple, dict] = {}
     for record in records:
         slot = (group_key(record), submission_key(record))
         held = latest.get(slot)
-        if held is None or record.get("finished", "") >= held.get("finished", ""):
+        if held is None or finished_at(record) >= finished_at(held):
             latest[slot] = record
 
     requirement_cache: dict = {}

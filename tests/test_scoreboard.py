@@ -241,3 +241,14 @@ def test_a_remote_attempt_without_a_report_is_listed_apart_with_its_reason(repo)
     [table] = build(repo)
     assert table.title.endswith("attempts with no report") and not table.rows
     assert "- 120_hip ⚠ not verified on MI355X: error — popcorn-cli is not installed" in board.render_table(table)
+
+
+def test_malformed_records_are_left_out_with_a_warning(repo):
+    write_h200_benchmarks()
+    ledger.append({"submission": "not a dict", "device": {}})
+    broken = record("119_hybrid.py", means={SMALL_SHAPE: 1000}, finished="2026-11-29T23:00:00")
+    broken["results"][0]["spec"]["batchsize"] = "four"
+    ledger.append(broken)
+    with pytest.warns(board.MalformedRecordWarning, match="left out 2 malformed"):
+        [table] = build(repo)
+    assert table.rows[1].means[(4, 1, 1024)] == 10000.0
