@@ -328,6 +328,10 @@ def _fill_scores(table: Table, baseline: int | None) -> None:
             row.geomean_ns = geomean(row.means[shape] for shape in table.shapes)
         elif not row.means and row.reported_score_ns:
             row.geomean_ns = row.reported_score_ns
+    flushes = {row.label: row.record.get("flush") for row in table.rows if not table.remote}
+    if len(set(flushes.values())) > 1:
+        table.notes.append("Rows were timed with different cache flushes: "
+                           + ", ".join(f"{label} ({flush})" for label, flush in flushes.items()) + ".")
     scored = [row for row in table.rows if row.geomean_ns is not None]
     if not scored:
         return

@@ -109,6 +109,17 @@ def test_baseline_setting_and_an_absent_baseline(repo):
     assert "Submission 7 has no complete result here" in board.render_table(table)
 
 
+def test_mixed_cache_flushes_are_noted(repo):
+    write_h200_benchmarks()
+    assert not build(repo)[0].notes
+    official = record("119_hybrid.py", means={SMALL_SHAPE: 10000, LARGE_SHAPE: 20500}, finished="2026-11-29T11:00:00")
+    official["flush"] = "official"
+    ledger.append(official)
+    [table] = build(repo)
+    assert table.notes == ["Rows were timed with different cache flushes: 001_torch (fast), 119_hybrid (official), "
+                           "120_hip (fast)."]
+
+
 def test_a_row_missing_a_shape_gets_no_geomean_and_cannot_be_best(repo):
     ledger.append(record("001_torch.py", means={SMALL_SHAPE: 20000, LARGE_SHAPE: 40000}))
     ledger.append(record("119_hybrid.py", means={SMALL_SHAPE: 1000}))
