@@ -129,6 +129,82 @@ def lint(submissions, as_json):
     raise SystemExit(1 if blocking else 0)
 
 
+@main.command()
+@click.argument("submission")
+@click.option("--mode", type=click.Choice(["test", "benchmark", "leaderboard"]), default="leaderboard",
+              show_default=True, help="The popcorn mode; only leaderboard mode is ranked.")
+@click.option("--leaderboard", default=None, help="Default: the file's `#!POPCORN leaderboard` directive.")
+@click.option("--gpu", default=None, help="Default: the file's `#!POPCORN gpu` directive.")
+@click.option("--dry-run", is_flag=True, help="Run the gate and print the popcorn-cli command; send nothing.")
+@click.option("--force", is_flag=True, help="Send even when the gate or the rate-limit memory says no.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+              help="Give up waiting for popcorn-cli after this long (default: 3600).")
+def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
+    """Send SUBMISSION (a number or a path) to the MI355X leaderboard through popcorn-cli, after a local gate.
+
+    Exit codes: 0 sent and everything passed; 1 refused by the gate, a rate limit or the server, or a
+    remote failure; 2 bad usage, popcorn-cli missing or not registered.
+    """
+    import time
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness import remote
+
+    console = Console(highlight=False)
+    try:
+        plan = remote.plan(submission, mode=mode, leaderboard=leaderboard, gpu=gpu, force=force)
+    except remote.RemoteError as error:
+        click.echo(f"error: {error}", err=True)
+        raise SystemExit(error.exit_code)
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    if plan.problems and not dry_run:
+        click.echo(f"error: {plan.problems[0]}", err=True)
+        raise SystemExit(plan.problems[0].exit_code)
+    with console.status(f"local gate for {plan.submission.path.name}..."):
+        gate = remote.run_gate(plan)
+    for check in gate.checks:
+        mark = "[green]ok[/]" if check.ok else "[red]FAIL[/]"
+        console.print(f"gate {check.name}: {mark} {check.details[0] if check.details else ''}")
+        for detail in check.details[1:]:
+            console.print(f"    {detail}")
+    verdict = "passed" if gate.ok else ("failed (--force: sending anyway)" if force else "failed: refused")
+    console.print(f"gate verdict: {verdict}")
+    console.print(f"command: {plan.command_line}")
+    if dry_run:
+        for problem in plan.problems:
+            console.print(f"note: a real send would stop here: {problem}")
+        console.print(f"rate limit: {plan.rate.message}")
+        console.print("dry run: nothing sent, nothing recorded")
+        raise SystemExit(0 if gate.ok or force else 1)
+    if not gate.ok and not force:
+        raise SystemExit(1)
+    started = time.monotonic()
+    with console.status("sending...") as status:
+        def waiting(elapsed, last_line):
+            status.update(f"waiting for {plan.gpu} ({elapsed:.0f} s){': ' + last_line[:80] if last_line else ''}")
+        try:
+            outcome = remote.send(plan, timeout_s=timeout_s or remote.DEFAULT_TIMEOUT_S, on_wait=waiting)
+        except remote.RemoteError as error:
+            click.echo(f"error: {error}", err=True)
+            raise SystemExit(error.exit_code)
+    table = Table(title=f"{plan.submission.path.name} on {plan.gpu} ({plan.mode} mode, "
+                        f"{time.monotonic() - started:.0f} s)")
+    for column in ("run", "mode", "status", "shapes passed", "geomean µs", "reason"):
+        table.add_column(column)
+    for row in remote.outcome_rows(outcome.records):
+        table.add_row(*row)
+    console.print(table)
+    for line in remote.score_lines(outcome.records):
+        console.print(line)
+    console.print(f"raw report: {_relative(outcome.report_dir)}; {len(outcome.records)} ledger record(s) written")
+    if outcome.error is not None:
+        click.echo(f"error: {outcome.error}", err=True)
+    raise SystemExit(outcome.exit_code)
+
+
 def _relative(path) -> str:
     """The path as the user would type it: relative to the working directory when it is below it."""
     from pathlib import Path
@@ -137,3 +213,264 @@ def _relative(path) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# run / list / doctor (evaluation core)
+# ---------------------------------------------------------------------------------------------
+
+_MODES = ("test", "benchmark", "leaderboard", "profile")
+
+
+def _reports_errors_in_one_line(command):
+    """A bad input is one 'error:' line and exit 2; a harness bug is one line too, never a traceback."""
+    import functools
+    import os
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from harness.cases import CaseError
+        from harness.platform import PlatformError
+        from harness.submission import SubmissionError
+
+        try:
+            return command(*args, **kwargs)
+        except (SubmissionError, PlatformError, CaseError) as error:
+            click.echo(f"error: {error}", err=True)
+            raise SystemExit(2)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            raise SystemExit(130)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
+            raise
+        except Exception as error:
+            if os.environ.get("HARNESS_DEBUG"):
+                raise
+            click.echo(f"internal error: {type(error).__name__}: {error} (HARNESS_DEBUG=1 shows the traceback)",
+                       err=True)
+            raise SystemExit(2)
+
+    return wrapper
+
+
+def _short_spec(spec: dict) -> str:
+    """'bs=4 q=1 kv=1024 seed=4217' for table rows."""
+    names = {"batchsize": "bs", "qseqlen": "q", "kvseqlen": "kv"}
+    return " ".join(f"{names.get(k, k)}={v}" for k, v in spec.items())
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:.1f}" if ns >= 100_000 else f"{ns / 1000:.2f}"
+
+
+def _run_table(run):
+    """One table per submission: per case status and timings in µs (or the reason it did not pass)."""
+    from rich.table import Table
+
+    from harness import protocol
+
+    timed = run.mode in ("benchmark", "leaderboard")
+    colour = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "skip": "yellow"}
+    title = f"{run.submission.label} · {run.mode} · {run.platform.describe()}"
+    if timed:
+        title += f" · flush {run.flush}"
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("case")
+    table.add_column("status")
+    if timed:
+        for name in ("mean ± err µs", "best µs", "worst µs", "runs"):
+            table.add_column(name, justify="right")
+    table.add_column("note", overflow="fold")
+    for index, result in enumerate(run.results, start=1):
+        row = [str(index), _short_spec(result.spec), f"[{colour.get(result.status, 'white')}]{result.status}[/]"]
+        if timed:
+            stats = result.stats
+            row += ([f"{_us(stats.mean)} ± {_us(stats.err)}", _us(stats.best), _us(stats.worst), str(stats.runs)]
+                    if stats else ["", "", "", ""])
+        note = (result.message.splitlines() or [""])[0]
+        if result.notes:
+            note = " ".join([note] + [f"{k}={v}" for k, v in result.notes.items()]).strip()
+        row.append(note)
+        table.add_row(*row)
+    geomean = protocol.geomean_ns(run)
+    if geomean is not None:
+        table.caption = f"geometric mean of the means: {_us(geomean)} µs"
+        table.caption_justify = "left"
+    return table
+
+
+def _print_run(console, run) -> None:
+    from rich.markup import escape
+
+    if run.status == "skip":
+        console.print(f"[yellow]skip[/] {escape(run.submission.label)}: {escape(run.reason)}")
+        return
+    console.print(_run_table(run))
+    for result in run.results:
+        if result.report:
+            console.print(f"[bold]profile: {escape(_short_spec(result.spec))}[/]")
+            console.print(result.report, markup=False, highlight=False)
+        if result.log_tail:
+            console.print(f"[dim]last output of the worker ({escape(_short_spec(result.spec))}):[/]")
+            console.print(result.log_tail, markup=False, highlight=False, style="dim")
+    for warning in run.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
+    if run.failed:
+        console.print(f"[red]{run.status}:[/] {escape(run.reason)}")
+        if run.log_path:
+            console.print(f"[dim]worker log: {escape(_relative(run.log_path))}[/]")
+
+
+@main.command()
+@click.argument("submissions", nargs=-1)
+@click.option("--all", "run_all", is_flag=True, help="Run every submission in submissions/.")
+@click.option("--mode", type=click.Choice(_MODES), default="test", show_default=True,
+              help="The official eval.py mode.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="cuda means any GPU, ROCm included.")
+@click.option("--cases", "cases_arg", default=None, metavar="official|small|FILE",
+              help="Shapes to run (default: official on a GPU, small on a CPU). FILE: a YAML list or eval.py lines.")
+@click.option("--flush", type=click.Choice(["fast", "official"]), default="fast", show_default=True,
+              help="Cache flush before each timed call: a few times the last-level cache, or eval.py's 64 GiB randn.")
+@click.option("--json", "as_json", is_flag=True, help="Print the ledger records as JSON instead of tables.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Time limit per case (default: task.yml's test/benchmark/ranked timeout).")
+@_reports_errors_in_one_line
+def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout):
+    """Validate and time submissions (numbers like 120, or file paths) with the official protocol.
+
+    Exit code: 0 when everything that could run passed, 1 when a submission failed, 2 for bad input.
+    """
+    import json
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from harness import cases, ledger, protocol
+    from harness import platform as platforms
+    from harness import submission as subs
+
+    if run_all and submissions:
+        raise click.UsageError("give submissions or --all, not both")
+    if not run_all and not submissions:
+        raise click.UsageError("name at least one submission (a number like 120 or a path), or pass --all")
+    chosen = subs.discover() if run_all else [subs.resolve(arg) for arg in submissions]
+    if not chosen:
+        raise subs.SubmissionError(f"no submissions in {subs.SUBMISSIONS_DIR}")
+    here = platforms.detect(device)
+    out = Console()
+    notices = Console(stderr=True)
+    if cases_arg is None:
+        cases_arg = "official" if here.is_gpu else "small"
+        if not here.is_gpu:
+            notices.print("No GPU here: using the small CPU cases (--cases official forces the official shapes).")
+    specs = cases.load(cases_arg, mode)
+    if not here.is_gpu and flush == "official" and mode in ("benchmark", "leaderboard"):
+        notices.print("On the CPU there is no cache flush: --flush official is ignored.")
+    try:
+        secret = protocol.secret_seed()
+    except ValueError as error:
+        raise cases.CaseError(str(error))
+    timeout_s = timeout or cases.case_timeout_s(mode)
+
+    runs, records = [], []
+    for sub in chosen:
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=notices, transient=True, disable=as_json) as bar:
+            task = bar.add_task(sub.label, total=None)
+
+            def show(completed, total, label, task=task, bar=bar, sub=sub):
+                bar.update(task, completed=completed, total=total, description=f"{sub.label}: {label}")
+
+            result = protocol.evaluate(sub, here, mode, specs, cases_name=cases_arg, flush=flush,
+                                       timeout_s=timeout_s, secret=secret, progress=show)
+        record = protocol.record(result)
+        try:
+            ledger.append(record)
+        except OSError as error:
+            notices.print(f"[yellow]warning:[/] could not write the ledger: {error}")
+        runs.append(result)
+        records.append(record)
+        if not as_json:
+            _print_run(out, result)
+    if as_json:
+        click.echo(json.dumps(records, indent=2))
+    elif len(runs) > 1:
+        counts = {status: sum(r.status == status for r in runs) for status in ("pass", "fail", "error", "skip")}
+        out.print(", ".join(f"{n} {status}" for status, n in counts.items() if n))
+    raise SystemExit(1 if any(r.failed for r in runs) else 0)
+
+
+@main.command(name="list")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@_reports_errors_in_one_line
+def list_submissions(device):
+    """Every submission, what it needs, and whether this machine can run it."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from harness import platform as platforms
+    from harness import submission as subs
+
+    here = platforms.detect(device)
+    found = subs.discover()
+    console = Console()
+    if not found:
+        console.print(f"no submissions in {escape(_relative(subs.SUBMISSIONS_DIR))}")
+        return
+    table = Table(title=f"submissions · this machine: {here.describe()}", title_justify="left")
+    for name in ("#", "file", "needs", "runs here", "why / how"):
+        table.add_column(name, overflow="fold")
+    for sub in found:
+        ok, reason = platforms.can_run(sub, here)
+        needs = ", ".join(sorted(sub.requirements))
+        table.add_row(str(sub.number), sub.path.name, needs, "[green]yes[/]" if ok else "[yellow]no[/]",
+                      escape(reason))
+    console.print(table)
+
+
+@main.command()
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@_reports_errors_in_one_line
+def doctor(device):
+    """What this machine is (device, arch, versions) and what it can run."""
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from harness import platform as platforms
+    from harness import submission as subs
+
+    here = platforms.detect(device)
+    console = Console()
+    facts = Table(show_header=False, title="this machine", title_justify="left")
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("device", here.device_name)
+    facts.add_row("arch", here.arch)
+    facts.add_row("backend", here.backend)
+    for name, version in here.versions.items():
+        facts.add_row(name, version or "[dim]not installed[/]")
+    console.print(facts)
+
+    reach = Table(title="what it can run", title_justify="left")
+    reach.add_column("a submission that needs")
+    reach.add_column("runs here")
+    reach.add_column("why / how", overflow="fold")
+    examples = {"torch": {"torch"}, "triton": {"torch", "triton"}, "hip": {"torch", "hip"},
+                "aiter": {"torch", "aiter"}}
+    for need, requirements in examples.items():
+        probe = subs.Submission(number=None, slug=need, path=Path(need), requirements=frozenset(requirements),
+                                sha256="")
+        ok, reason = platforms.can_run(probe, here)
+        reach.add_row(need, "[green]yes[/]" if ok else "[yellow]no[/]", escape(reason))
+    console.print(reach)
+    found = subs.discover()
+    runnable = [s for s in found if platforms.can_run(s, here)[0]]
+    console.print(f"{len(runnable)} of {len(found)} submissions in submissions/ can run here"
+                  + (f": {', '.join(s.label for s in runnable)}" if runnable else ""), highlight=False)

@@ -200,6 +200,15 @@ def parse_spec(text: str) -> dict | None:
     return spec
 
 
+def spec_line(spec: dict | None) -> str:
+    """A spec in task.yml's key order, as the harness prints it everywhere else."""
+    if spec is None:
+        return "None"
+    order = ["batchsize", "qseqlen", "kvseqlen", "seed"]
+    keys = [k for k in order if k in spec] + [k for k in spec if k not in order]
+    return "; ".join(f"{k}: {spec[k]}" for k in keys)
+
+
 @dataclasses.dataclass
 class ShapeResult:
     spec: dict | None
@@ -436,8 +445,11 @@ def parse_run(text: str) -> RunReport:
                 stage.results = parse(content)
         if stage.status == "error" and run.failure:
             stage.reason = f"{stage.reason} ({run.failure})"
-        if stage.status == "pass" and any(r.status == "fail" for r in stage.results):
-            stage.status, stage.reason = "fail", "a shape failed"
+        failed = next((r for r in stage.results if r.status == "fail"), None)
+        if failed is not None:
+            first = failed.message.strip().splitlines()[0] if failed.message.strip() else "failed"
+            stage.status = "fail"
+            stage.reason = f"{stage.reason or 'a shape failed'}: {spec_line(failed.spec)}: {first}"
     ranked = next((s for s in run.stages if s.name == "leaderboard"), None)
     if ranked is not None and ranked.status == "pass" and run.run == "public":
         run.score = ranked_geomean_seconds(ranked.results)
@@ -987,3 +999,36 @@ def _shown(path: Path) -> str:
         return str(path.resolve().relative_to(REPO_ROOT))
     except ValueError:
         return str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the CLI shows after a send (pure functions of the records)
+# ---------------------------------------------------------------------------------------------
+def outcome_rows(records: list[dict]) -> list[tuple[str, str, str, str, str, str]]:
+    """(run, mode, status, shapes passed, geomean of the means in µs, reason) per record."""
+    rows = []
+    for record in records:
+        remote = record.get("remote") or {}
+        results = record.get("results") or []
+        passed = sum(r["status"] == "pass" for r in results)
+        means = [r["stats"]["mean"] for r in results if r.get("stats") and r["stats"].get("mean")]
+        geomean = math.exp(sum(math.log(m) for m in means) / len(means)) / 1e3 if means else None
+        rows.append((remote.get("run") or "-", record["mode"], record["status"],
+                     f"{passed}/{len(results)}" if results else "-",
+                     f"{geomean:.1f}" if geomean is not None and len(means) == len(results) else "-",
+                     record.get("reason", "")))
+    return rows
+
+
+def score_lines(records: list[dict]) -> list[str]:
+    """The leaderboard score of each run that has one, marked approximate when recomputed from printed means."""
+    lines = []
+    for record in records:
+        remote = record.get("remote") or {}
+        if remote.get("score") is None:
+            continue
+        score_us = remote["score"] * 1e6
+        how = ("≈ geomean of the ranked means as printed (approximate)" if remote.get("score_approximate")
+               else "as reported by the server")
+        lines.append(f"score ({remote.get('run')}): {score_us:.2f} µs = {remote['score']:.4g} s, {how}")
+    return lines
