@@ -152,7 +152,7 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
 
     from harness import remote
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)  # soft wrap: the command line stays copyable
     try:
         plan = remote.plan(submission, mode=mode, leaderboard=leaderboard, gpu=gpu, force=force)
     except remote.RemoteError as error:
@@ -166,7 +166,7 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
     with console.status(f"local gate for {plan.submission.path.name}..."):
         gate = remote.run_gate(plan)
     for check in gate.checks:
-        mark = "[green]ok[/]" if check.ok else "[red]FAIL[/]"
+        mark = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]skipped[/]"}[check.ok]
         console.print(f"gate {check.name}: {mark} {check.details[0] if check.details else ''}")
         for detail in check.details[1:]:
             console.print(f"    {detail}")
@@ -311,9 +311,11 @@ def _print_run(console, run) -> None:
         if result.report:
             console.print(f"[bold]profile: {escape(_short_spec(result.spec))}[/]")
             console.print(result.report, markup=False, highlight=False)
-        if result.log_tail:
-            console.print(f"[dim]last output of the worker ({escape(_short_spec(result.spec))}):[/]")
-            console.print(result.log_tail, markup=False, highlight=False, style="dim")
+    # The worker's last words for the first case that crashed or raised; the rest are in the worker log.
+    crashed = next((result for result in run.results if result.log_tail), None)
+    if crashed:
+        console.print(f"[dim]last output of the worker ({escape(_short_spec(crashed.spec))}):[/]")
+        console.print(crashed.log_tail, markup=False, highlight=False, style="dim")
     for warning in run.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     if run.failed:
@@ -378,7 +380,8 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout):
     for sub in chosen:
         columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
-        with Progress(*columns, console=notices, transient=True, disable=as_json) as bar:
+        with Progress(*columns, console=notices, transient=True,
+                      disable=as_json or not notices.is_terminal) as bar:
             task = bar.add_task(sub.label, total=None)
 
             def show(completed, total, label, task=task, bar=bar, sub=sub):
@@ -422,8 +425,9 @@ def list_submissions(device):
         console.print(f"no submissions in {escape(_relative(subs.SUBMISSIONS_DIR))}")
         return
     table = Table(title=f"submissions · this machine: {here.describe()}", title_justify="left")
-    for name in ("#", "file", "needs", "runs here", "why / how"):
-        table.add_column(name, overflow="fold")
+    for name in ("#", "file", "needs", "runs here"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("why / how", overflow="fold")
     for sub in found:
         ok, reason = platforms.can_run(sub, here)
         needs = ", ".join(sorted(sub.requirements))

@@ -720,7 +720,7 @@ def check_rate_limit(leaderboard: str, mode: str, now: datetime | None = None) -
 @dataclasses.dataclass
 class GateCheck:
     name: str
-    ok: bool
+    ok: bool | None  # None: skipped (not applicable here, or pointless after an earlier failure)
     details: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -730,11 +730,11 @@ class GateVerdict:
 
     @property
     def ok(self) -> bool:
-        return all(check.ok for check in self.checks)
+        return all(check.ok is not False for check in self.checks)
 
     @property
     def reasons(self) -> list[str]:
-        return [f"{check.name}: {detail}" for check in self.checks if not check.ok for detail in check.details]
+        return [f"{check.name}: {detail}" for check in self.checks if check.ok is False for detail in check.details]
 
 
 def _lint_check(path: Path) -> GateCheck:
@@ -796,14 +796,14 @@ def run_gate(plan: "Plan") -> GateVerdict:
     machine = platform.detect("auto")
     runnable, why_not = platform.can_run(submission, machine)
     if not checks[0].ok:  # the server would refuse it anyway: spare the slow part
-        checks.append(GateCheck("local test run", False, ["not run: lint refused the file"]))
+        checks.append(GateCheck("local test run", None, ["not run: lint already refused the file"]))
     elif runnable:
         checks.append(_local_run_check(submission.path))
     elif "triton" in submission.requirements:
         checks.append(_aot_check(submission.path))
-        checks.append(GateCheck("local test run", True, [f"not run here: {why_not}"]))
+        checks.append(GateCheck("local test run", None, [f"not run here: {why_not}"]))
     else:
-        checks.append(GateCheck("local test run", True, [f"not run here ({why_not}); static checks only"]))
+        checks.append(GateCheck("local test run", None, [f"not run here: {why_not}; static checks only"]))
     return GateVerdict(checks)
 
 
