@@ -478,3 +478,58 @@ def doctor(device):
     runnable = [s for s in found if platforms.can_run(s, here)[0]]
     console.print(f"{len(runnable)} of {len(found)} submissions in submissions/ can run here"
                   + (f": {', '.join(s.label for s in runnable)}" if runnable else ""), highlight=False)
+
+
+@main.command(name="compile")
+@click.argument("submission")
+@click.option("--target", type=click.Choice(["gfx950", "gfx942", "sm90"]), default="gfx950", show_default=True,
+              help="GPU to compile for; no such GPU is needed on this machine.")
+@_reports_errors_in_one_line
+def compile_command(submission, target):
+    """Compile a submission's Triton kernels ahead of time and report registers, spills, LDS/shared memory, MFMA/MMA use."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from harness import aot
+    from harness import submission as subs
+
+    try:
+        path = subs.resolve(submission).path
+    except subs.SubmissionError as error:
+        raise click.UsageError(str(error))
+    console = Console()
+    try:
+        with console.status(f"compiling {path.name} for {target}..."):
+            reports = aot.compile_submission(path, target)
+    except aot.AotError as error:
+        click.echo(f"error: {error}", err=True)
+        raise SystemExit(2)
+    if not reports:
+        click.echo(f"{path.name} has no @triton.jit kernels")
+        return
+    amd = aot.TARGETS[target][0] == "hip"
+    table = Table(title=f"{path.name} for {target}", title_justify="left")
+    for column in ("kernel", "variant", "VGPR" if amd else "regs", "AGPR/SGPR" if amd else "", "spills",
+                   "stack B", "LDS B" if amd else "smem B", "occupancy", "matrix instructions"):
+        if column:
+            table.add_column(column, overflow="fold")
+
+    def num(value):
+        return "-" if value is None else str(value)
+
+    for r in reports:
+        if r.error:
+            style = "yellow" if r.skipped else "red"
+            row = [r.kernel, escape(r.label), f"[{style}]{escape(r.error)}[/]"] + [""] * (5 if amd else 4)
+        else:
+            spills = f"[red]{r.spills}[/]" if r.spills else num(r.spills)
+            row = [r.kernel, escape(r.label), num(r.registers)]
+            if amd:
+                row.append(f"{num(r.agprs)}/{num(r.sgprs)}")
+            row += [spills, num(r.stack_bytes), num(r.shared_bytes), r.occupancy or "-",
+                    ", ".join(r.matrix_instructions) or "[yellow]none[/]"]
+        table.add_row(*row)
+    console.print(table)
+    if any(r.error and not r.skipped for r in reports):
+        raise SystemExit(1)

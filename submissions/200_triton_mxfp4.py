@@ -272,3 +272,27 @@ def mla_decode(data: input_t, kv_format: str = "mxfp4", **tuning) -> output_t:
 
 def custom_kernel(data: input_t) -> output_t:
     return mla_decode(data, kv_format="mxfp4")
+
+
+# Representative launches for ahead-of-time compilation (harness/aot.py documents the convention).
+_SPLIT_ARGS = {
+    "q_ptr": "*bf16:16", "q_stride_t": "i32:16", "q_stride_h": "i32:16",
+    "kv_ptr": "*u8:16", "kv_scale_ptr": "*u8:16", "kv_scale_stride": "i32",
+    "kv_indptr_ptr": "*i32:16", "out_ptr": "*bf16:16", "part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16",
+    "sm_scale": "fp32", "num_splits": "i32",
+}
+AOT_SPECS = [
+    {"kernel": "mla_decode_split_kernel", "label": "mxfp4, split partials", "signature": _SPLIT_ARGS,
+     "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 32, "KV_FORMAT": "mxfp4", "DOT_DTYPE": tl.bfloat16},
+     "num_warps": 8},
+    {"kernel": "mla_decode_split_kernel", "label": "mxfp4, final output", "signature": _SPLIT_ARGS,
+     "constexprs": {"WRITE_FINAL": True, "BLOCK_N": 32, "KV_FORMAT": "mxfp4", "DOT_DTYPE": tl.bfloat16},
+     "num_warps": 8},
+    {"kernel": "mla_decode_split_kernel", "label": "fp8, split partials",
+     "signature": {**_SPLIT_ARGS, "kv_ptr": "*fp8e4nv:16", "kv_scale_ptr": "*fp32:16"},
+     "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 32, "KV_FORMAT": "fp8", "DOT_DTYPE": tl.bfloat16},
+     "num_warps": 8},
+    {"kernel": "mla_reduce_kernel", "label": "merge 8 splits",
+     "signature": {"part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "out_ptr": "*bf16:16", "num_splits": "i32"},
+     "constexprs": {"SPLITS_POW2": 8}, "num_warps": 4},
+]
