@@ -163,8 +163,12 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
     if plan.problems and not dry_run:
         click.echo(f"error: {plan.problems[0]}", err=True)
         raise SystemExit(plan.problems[0].exit_code)
-    with console.status(f"local gate for {plan.submission.path.name}..."):
-        gate = remote.run_gate(plan)
+    try:
+        with console.status(f"local gate for {plan.submission.path.name}..."):
+            gate = remote.run_gate(plan)
+    except KeyboardInterrupt:
+        click.echo("error: interrupted during the local gate; nothing sent", err=True)
+        raise SystemExit(130)
     for check in gate.checks:
         mark = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]skipped[/]"}[check.ok]
         console.print(f"gate {check.name}: {mark} {check.details[0] if check.details else ''}")
@@ -182,6 +186,8 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
     if not gate.ok and not force:
         raise SystemExit(1)
     started = time.monotonic()
+    console.print(f"sending to {plan.leaderboard} on {plan.gpu}; waiting up to "
+                  f"{timeout_s or remote.DEFAULT_TIMEOUT_S:.0f} s for the report")
     with console.status("sending...") as status:
         def waiting(elapsed, last_line):
             status.update(f"waiting for {plan.gpu} ({elapsed:.0f} s){': ' + last_line[:80] if last_line else ''}")

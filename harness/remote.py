@@ -61,6 +61,7 @@ REMOTE_DIR_ENV = "HARNESS_REMOTE_DIR"  # where raw reports and the sent log go (
 DEFAULT_TIMEOUT_S = 3600
 GATE_RUN_TIMEOUT_S = 1800
 POPCORN_EXECUTABLES = ("popcorn-cli", "popcorn")
+FIRST_JSON_SUMMARY_VERSION = (1, 3, 16)  # from here on popcorn-cli prints a JSON summary without timings
 POPCORN_INSTALL_HINT = ("install it from https://github.com/gpu-mode/popcorn-cli/releases or with "
                         "`curl -fsSL https://raw.githubusercontent.com/gpu-mode/popcorn-cli/main/install.sh | bash`")
 REMOTE_DEVICE = {"name": "MI355X (remote)", "arch": "gfx950", "backend": "remote"}
@@ -834,6 +835,7 @@ class Plan:
     text: str  # the file's text, as read when planning
     rate: RateCheck
     popcorn: str | None  # the executable found, or None
+    popcorn_version: str | None
     warnings: list[str]
     problems: list[RemoteError]  # what stops a real send (missing tool, no registration, rate limit)
 
@@ -885,6 +887,10 @@ def plan(argument: str, *, mode: str = "leaderboard", leaderboard: str | None = 
     command = [popcorn or "popcorn-cli", "submit", "--no-tui", "--leaderboard", leaderboard, "--gpu", gpu,
                "--mode", mode, "--output", str(report_dir / "report.txt"), str(Path(chosen.path).resolve())]
     warnings, problems = [], []
+    version = _popcorn_version(popcorn) if popcorn else None
+    if version and tuple(int(part) for part in version.split(".")) >= FIRST_JSON_SUMMARY_VERSION:
+        warnings.append(f"popcorn-cli {version} reports only pass/fail and the score, no per-shape timings; "
+                        "popcorn-cli <= v1.3.15 prints them")
     if now > DEADLINE and leaderboard == DEFAULT_LEADERBOARD:
         warnings.append(f"the {DEFAULT_LEADERBOARD} deadline ({DEADLINE:%Y-%m-%d %H:%M} UTC) has passed: the server "
                         "refuses every mode unless the leaderboard was reopened")
@@ -898,7 +904,8 @@ def plan(argument: str, *, mode: str = "leaderboard", leaderboard: str | None = 
         warnings.append(f"{rate.message} (--force: sending anyway)")
     elif not rate.ok:
         problems.append(RemoteError(rate.message, "rate_limit"))
-    return Plan(chosen, mode, leaderboard, gpu, report_dir, command, text, rate, popcorn, warnings, problems)
+    return Plan(chosen, mode, leaderboard, gpu, report_dir, command, text, rate, popcorn, version, warnings,
+                problems)
 
 
 @dataclasses.dataclass
@@ -947,7 +954,7 @@ def send(plan: Plan, *, timeout_s: float = DEFAULT_TIMEOUT_S,
     (plan.report_dir / "command.txt").write_text(plan.command_line + "\n", encoding="utf-8")
     started = utc_now()
     context = SendContext(_submission_dict(plan.submission), plan.mode, plan.leaderboard, plan.gpu,
-                          _shown(plan.report_dir), started.isoformat(), _popcorn_version(plan.popcorn))
+                          _shown(plan.report_dir), started.isoformat(), plan.popcorn_version)
     send_id = uuid.uuid4().hex
     note_sent({"id": send_id, "time": started.isoformat(), "leaderboard": plan.leaderboard,
                "category": mode_category(plan.mode), "mode": plan.mode, "submission": context.submission,
@@ -957,17 +964,22 @@ def send(plan: Plan, *, timeout_s: float = DEFAULT_TIMEOUT_S,
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         process = subprocess.Popen(plan.command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=REPO_ROOT)
         clock = time.monotonic()
-        while process.poll() is None:
-            elapsed = time.monotonic() - clock
-            if elapsed > timeout_s:
-                process.kill()
-                process.wait()
-                error = RemoteError(f"no report after {timeout_s:.0f} s: popcorn-cli stopped (the run may still "
-                                    "finish on the server; its result is not recorded here)", "timeout")
-                break
-            if on_wait:
-                on_wait(elapsed, _last_line(stderr_path))
-            time.sleep(poll_s)
+        try:
+            while process.poll() is None:
+                elapsed = time.monotonic() - clock
+                if elapsed > timeout_s:
+                    error = RemoteError(f"no report after {timeout_s:.0f} s: popcorn-cli stopped (the run may still "
+                                        "finish on the server; its result is not recorded here)", "timeout")
+                    break
+                if on_wait:
+                    on_wait(elapsed, _last_line(stderr_path))
+                time.sleep(poll_s)
+        except KeyboardInterrupt:
+            error = RemoteError("interrupted while waiting: popcorn-cli stopped (the run may still finish on the "
+                                "server; its result is not recorded here)", "interrupted", 130)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     finished = utc_now().isoformat()
     stderr_text = stderr_path.read_text(encoding="utf-8", errors="replace")
     if error is None and process.returncode != 0:

@@ -358,7 +358,8 @@ def popcorn_env(tmp_path, monkeypatch):
     monkeypatch.setenv(ledger.LEDGER_ENV, str(tmp_path / "ledger.jsonl"))
     monkeypatch.setenv(remote.REMOTE_DIR_ENV, str(tmp_path / "remote"))
     monkeypatch.setenv("POPCORN_STANDIN_ARGS_LOG", str(tmp_path / "args.jsonl"))
-    for name in ("POPCORN_STANDIN_REPORT", "POPCORN_STANDIN_ERROR", "POPCORN_STANDIN_SLEEP", "POPCORN_STANDIN_EXPECT"):
+    for name in ("POPCORN_STANDIN_REPORT", "POPCORN_STANDIN_ERROR", "POPCORN_STANDIN_SLEEP", "POPCORN_STANDIN_EXPECT",
+                 "POPCORN_STANDIN_VERSION"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 
@@ -383,6 +384,19 @@ def test_send_records_a_report(popcorn_env, monkeypatch):
     assert (outcome.report_dir / "report.txt").read_text() == fixture("test_failure_v1315.txt")
     history = remote.sent_history()
     assert [(h["category"], h["outcome"]) for h in history] == [("test", "report")]
+
+
+def test_new_popcorn_generation_is_flagged_and_its_summary_recorded(popcorn_env, monkeypatch):
+    monkeypatch.setenv("POPCORN_STANDIN_VERSION", "1.3.23")
+    monkeypatch.setenv("POPCORN_STANDIN_REPORT", str(FIXTURES / "json_leaderboard_v1323.txt"))
+    plan = remote.plan(str(FIXTURES / "950_remote_ok.py"))
+    assert any("no per-shape timings" in w for w in plan.warnings)
+    outcome = remote.send(plan, poll_s=0.05)
+    assert outcome.exit_code == 0
+    ranked = [r for r in ledger.read() if r["mode"] == "leaderboard"]
+    assert [(r["remote"]["run"], r["remote"]["score"], r["remote"]["score_approximate"]) for r in ranked] == [
+        ("public", 0.00009214, False), ("secret", 0.00009251, False)]
+    assert all(r["results"] == [] and r["versions"]["popcorn"] == "1.3.23" for r in ranked)
 
 
 def test_server_rate_limit_is_recorded_and_remembered(popcorn_env, monkeypatch):
