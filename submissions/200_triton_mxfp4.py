@@ -194,9 +194,9 @@ def mla_reduce_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_POW2
 
 
 def _compute_units(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4  # the CPU interpreter: few splits keep it quick
+    if device.type == "cpu":
+        return 4  # the CPU interpreter: few splits keep it quick
+    return torch.cuda.get_device_properties(device).multi_processor_count  # SMs on NVIDIA, CUs on AMD
 
 
 def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int) -> int:
