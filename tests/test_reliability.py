@@ -1,0 +1,243 @@
+"""The corpus of broken, hostile and slow submissions, each run through the real `harness run` in a child process.
+
+Every file in tests/bad_submissions/ has one expected verdict below (status and a piece of its reason or
+warning). The files run in a few batches, one harness invocation each, so the tests also see that a bad
+submission never stops the run of the next one, that the harness exits 1, that the ledger gets one
+record per file with the same verdict, and that no traceback of the harness itself is printed.
+GPU-only cases (device out-of-memory, a faulting kernel, the cache cheat on a GPU) are marked `gpu`.
+"""
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness import ledger
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "tests" / "bad_submissions"
+SHORT_TIMEOUT_S = 3  # the --timeout for the files that hang or sleep
+
+
+@dataclass(frozen=True)
+class Expected:
+    status: str  # the run's status in the ledger: pass | fail | error
+    reason: str = ""  # a piece of the run's one-line reason
+    warning: str = ""  # a piece of one of the run's warnings
+    batch: str = "test"  # which harness invocation runs it (see BATCHES)
+
+
+EXPECTED = {
+    "syntax_error.py": Expected("error", "SyntaxError"),
+    "missing_module.py": Expected("error", "No module named 'mla_kernels_that_do_not_exist'"),
+    "no_custom_kernel.py": Expected("error", "defines no custom_kernel"),
+    "raises.py": Expected("error", "RuntimeError: split count must divide the KV length (submission line 8)"),
+    "wrong_shape.py": Expected("fail", "SIZE MISMATCH: output (1, 16, 256), expected (1, 16, 512)"),
+    # Decision: a float32 output passes (the official check compares in float32 and passes it), warned loudly.
+    "wrong_dtype.py": Expected("pass", warning="output dtype is torch.float32"),
+    "wrong_device.py": Expected("fail", "output is on meta, expected cpu"),
+    "nan_everywhere.py": Expected("fail", "Number of mismatched elements: 8192", warning="8192 NaN"),
+    "nan_few.py": Expected("pass", warning="output holds 3 NaN"),
+    "returns_input.py": Expected("fail", "SIZE MISMATCH: output (1, 16, 576)"),
+    "mutates_inputs.py": Expected("fail", "mismatched elements"),
+    "uninitialised.py": Expected("fail", "case 1"),
+    "exits.py": Expected("error", "exited with code 3"),
+    "aborts.py": Expected("error", "killed by signal 6 (SIGABRT)"),
+    "segfaults.py": Expected("error", "killed by signal 11 (SIGSEGV)"),
+    "out_of_memory.py": Expected("error", "out of memory"),
+    "floods_output.py": Expected("error", "output cap"),
+    "patches_timer.py": Expected("error", "tampered with time.perf_counter_ns"),
+    "patches_reference.py": Expected("error", "tampered with reference.check_implementation"),
+    "forbidden_word.py": Expected("pass", "the server would reject it", warning="FORBIDDEN_WORD"),
+    "hangs.py": Expected("error", f"exceeded the {SHORT_TIMEOUT_S} s case limit", batch="timeouts"),
+    "sleeps.py": Expected("error", f"exceeded the {SHORT_TIMEOUT_S} s case limit", batch="timeouts"),
+    "caches_output.py": Expected("fail", "timed call 1", warning="SHAPE_OUTPUT_REPLAY", batch="leaderboard"),
+}
+
+# One harness invocation per batch; the first prints JSON, the others the tables a user sees.
+BATCHES = {
+    "test": ["--mode", "test", "--json"],
+    "timeouts": ["--mode", "test", "--timeout", str(SHORT_TIMEOUT_S)],
+    "leaderboard": ["--mode", "leaderboard"],
+}
+HARNESS_SOURCES = ("harness/worker.py", "harness/protocol.py", "harness/cli.py", "harness/timing.py")
+
+
+@dataclass
+class BatchRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    records: dict  # file name -> its ledger record
+
+
+def run_batch(name: str, tmp_path: Path) -> BatchRun:
+    files = [str(CORPUS / f) for f, e in EXPECTED.items() if e.batch == name]
+    ledger_path = tmp_path / f"{name}.jsonl"
+    env = {**os.environ, "HARNESS_LEDGER": str(ledger_path), "COLUMNS": "200",
+           # keep the worker's address space small so the out-of-memory file fails within a second
+           "HARNESS_WORKER_MEMORY_LIMIT": "4G",
+           # and its log small, so the flood stops after 8 MiB instead of the default cap
+           "HARNESS_WORKER_OUTPUT_LIMIT": "8M"}
+    env.pop("HARNESS_DEBUG", None)
+    done = subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run", *files,
+                           "--device", "cpu", "--cases", "small", *BATCHES[name]],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    records = {Path(r["submission"]["path"]).name: r for r in ledger.read(ledger_path)}
+    return BatchRun(done.returncode, done.stdout, done.stderr, records)
+
+
+@pytest.fixture(scope="module")
+def batches(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    return {name: run_batch(name, root) for name in BATCHES}
+
+
+def test_every_corpus_file_has_an_expected_verdict():
+    assert sorted(p.name for p in CORPUS.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_verdict(batches, name):
+    expected = EXPECTED[name]
+    record = batches[expected.batch].records.get(name)
+    assert record is not None, f"no ledger record for {name}"
+    assert record["status"] == expected.status, record["reason"]
+    assert expected.reason in record["reason"], record["reason"]
+    assert "\n" not in record["reason"]
+    if expected.warning:
+        assert any(expected.warning in w for w in record["warnings"]), record["warnings"]
+    for result in record["results"]:  # every case was tried: a bad case never stops the next one
+        assert result["status"] in ("pass", "fail", "error", "timeout", "skip")
+    if expected.batch != "leaderboard":
+        assert len(record["results"]) == 3
+
+
+@pytest.mark.parametrize("batch", sorted(BATCHES))
+def test_batch_runs_every_file_exits_1_and_prints_no_harness_traceback(batches, batch):
+    run = batches[batch]
+    names = [f for f, e in EXPECTED.items() if e.batch == batch]
+    assert sorted(run.records) == sorted(names), run.stderr[-2000:]
+    assert run.returncode == 1
+    shown = run.stdout + run.stderr
+    for source in HARNESS_SOURCES:
+        assert source not in shown, f"a harness traceback leaked ({source}):\n{shown[-3000:]}"
+    assert "internal error" not in shown
+
+
+def test_json_output_is_the_ledger(batches):
+    run = batches["test"]
+    printed = {Path(r["submission"]["path"]).name: r for r in json.loads(run.stdout)}
+    assert printed == run.records
+
+
+def test_tables_carry_each_reason(batches):
+    for batch in ("timeouts", "leaderboard"):
+        run = batches[batch]
+        for name, record in run.records.items():
+            assert record["reason"].split("): ", 1)[-1][:40] in " ".join(run.stdout.split()), (name, run.stdout[-3000:])
+
+
+def test_a_flood_leaves_a_capped_log_and_a_short_table(batches):
+    run = batches["test"]
+    assert len(run.stdout) < 2_000_000  # the JSON of 20 runs, not megabytes of the flood
+    logs = sorted((REPO / "results" / "logs").glob("floods_output-test-*.log"), key=lambda p: p.stat().st_mtime)
+    assert logs and logs[-1].stat().st_size <= 9 * 2**20
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU-specific cases: run on the device (bench/reliability_gpu.sh); deselected on CPU-only machines.
+# ---------------------------------------------------------------------------------------------
+
+GPU_FILES = {
+    # name -> (source, mode, status, piece of the reason)
+    "gpu_out_of_memory.py": ("""
+import torch
+from task import input_t, output_t
+_hoard = []
+def custom_kernel(data: input_t) -> output_t:
+    while True:
+        _hoard.append(torch.empty(8 << 30, dtype=torch.uint8, device=data[0].device))
+""", "test", "error", "out of memory"),
+    "gpu_device_assert.py": ("""
+import torch
+from task import input_t, output_t
+def custom_kernel(data: input_t) -> output_t:
+    q = data[0]
+    index = torch.full((4,), 1 << 40, dtype=torch.long, device=q.device)
+    return q[index]  # an out-of-range gather: a device-side assert
+""", "test", "error", ""),
+    "gpu_triton_oob.py": ("""
+import torch
+import triton
+import triton.language as tl
+from task import input_t, output_t
+
+@triton.jit
+def _scribble(out, n):
+    offsets = tl.arange(0, 1024) + (1 << 34)
+    tl.store(out + offsets, tl.zeros((1024,), dtype=tl.float32))
+
+def custom_kernel(data: input_t) -> output_t:
+    q = data[0]
+    out = torch.zeros((q.shape[0], 16, 512), dtype=torch.float32, device=q.device)
+    _scribble[(1,)](out, out.numel())
+    torch.cuda.synchronize()
+    return out.bfloat16()
+""", "test", "error", ""),
+}
+
+
+def _gpu_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(GPU_FILES))
+def test_gpu_fault_is_reported_and_the_next_submission_runs(tmp_path, name):
+    if not _gpu_available():
+        pytest.fail("the gpu marker needs a CUDA or ROCm device")
+    source, mode, status, reason = GPU_FILES[name]
+    bad = tmp_path / name
+    bad.write_text("#!POPCORN leaderboard amd-mixed-mla\n#!POPCORN gpu MI355X\n" + source)
+    ledger_path = tmp_path / "ledger.jsonl"
+    env = {**os.environ, "HARNESS_LEDGER": str(ledger_path), "COLUMNS": "200"}
+    after = CORPUS / "wrong_shape.py"  # runs right after the fault: the device must still work
+    done = subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run", str(bad), str(after),
+                           "--device", "cuda", "--cases", "small", "--mode", mode, "--timeout", "120"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    records = {Path(r["submission"]["path"]).name: r for r in ledger.read(ledger_path)}
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert records[name]["status"] == status and reason in records[name]["reason"], records[name]["reason"]
+    assert records["wrong_shape.py"]["status"] == "fail"
+    assert "SIZE MISMATCH" in records["wrong_shape.py"]["reason"]
+    for source_file in HARNESS_SOURCES:
+        assert source_file not in done.stdout + done.stderr
+
+
+@pytest.mark.gpu
+def test_gpu_cache_cheat_fails_leaderboard_and_uninitialised_output_fails_benchmark(tmp_path):
+    if not _gpu_available():
+        pytest.fail("the gpu marker needs a CUDA or ROCm device")
+    ledger_path = tmp_path / "ledger.jsonl"
+    env = {**os.environ, "HARNESS_LEDGER": str(ledger_path), "COLUMNS": "200"}
+    runs = {}
+    for name, mode in (("caches_output.py", "leaderboard"), ("caches_output.py", "benchmark"),
+                       ("uninitialised.py", "benchmark")):
+        done = subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run",
+                               str(CORPUS / name), "--device", "cuda", "--cases", "small", "--mode", mode,
+                               "--timeout", "300"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        runs[(name, mode)] = (done.returncode, ledger.read(ledger_path)[-1])
+    assert runs[("caches_output.py", "leaderboard")][0] == 1
+    assert runs[("caches_output.py", "leaderboard")][1]["status"] == "fail"
+    # Benchmark mode reuses one input per case, so the replay cheat passes there (as it does officially).
+    assert runs[("caches_output.py", "benchmark")][1]["status"] == "pass"
+    # torch.empty could get the block of the warm-up's reference output for the same seed; the poison stops it.
+    assert runs[("uninitialised.py", "benchmark")][1]["status"] == "fail"
+    assert "uninitialised" in runs[("uninitialised.py", "benchmark")][1]["reason"]
