@@ -38,11 +38,12 @@ KV_FORMAT = "bf16"  # which KV copy the Triton path reads: "bf16" (as the seed) 
 # Shared memory assumed where the device cannot be asked (the Triton interpreter): MI355X's LDS.
 DEFAULT_SHARED_MEMORY = 160 * 1024
 
-# Candidate tiles, fastest first; the first whose shared memory fits the device is used.
+# Candidate tiles, preferred first; the first whose estimated shared memory fits the device is used.
+# AOT compiles (triton 3.9) of the first: gfx950 40 KB LDS, 368 VGPRs, no spills; sm_90 55 KB, 128 registers.
+# 64-row tiles spill on gfx950 (65 spills at 4 warps, 229 at 8), so they are not offered.
 TILE_CONFIGS = (
-    {"block_kv": 64, "num_stages": 2, "num_warps": 4},
     {"block_kv": 32, "num_stages": 2, "num_warps": 4},
-    {"block_kv": 32, "num_stages": 1, "num_warps": 4},
+    {"block_kv": 16, "num_stages": 2, "num_warps": 4},
     {"block_kv": 16, "num_stages": 1, "num_warps": 4},
 )
 
@@ -74,12 +75,13 @@ def choose_num_splits(programs: int, kv_seq_len: int, block_kv: int) -> int:
 
 
 def estimated_shared_memory(config: dict, kv_element_bytes: int) -> int:
-    """Bytes of shared memory one program needs: one KV tile per pipeline stage.
+    """Bytes of shared memory one program is expected to need: a KV tile per pipeline stage plus the query.
 
-    Exact for gfx950 (AOT compile: 64 rows x 2 stages of bf16 = 147456 B) and an upper bound for sm_90
-    (92160 B there); a launch that still runs out steps down to the next config (see attend_triton).
+    An upper bound for TILE_CONFIGS[0] and [1] on gfx950 and sm_90 (AOT compiles); should a compiler
+    still ask for more than the device has, the launch steps down to the next config (attend_triton).
     """
-    return config["num_stages"] * config["block_kv"] * QK_HEAD_DIM * kv_element_bytes
+    kv_tile = config["block_kv"] * QK_HEAD_DIM * kv_element_bytes
+    return config["num_stages"] * kv_tile + NUM_HEADS * QK_HEAD_DIM * 2
 
 
 def choose_tile_config(shared_memory_limit: int, kv_element_bytes: int) -> dict:
@@ -115,7 +117,7 @@ def device_shared_memory(device: torch.device) -> int:
 # ---------------------------------------------------------------------------
 
 @triton.jit
-def _attend_kv_split(
+def attend_kv_split_kernel(
     q_ptr, kv_ptr, kv_scale_ptr, out_ptr, partial_acc_ptr, partial_ml_ptr,
     qo_indptr_ptr, kv_indptr_ptr,
     score_scale_log2,
@@ -183,7 +185,7 @@ def _attend_kv_split(
 
 
 @triton.jit
-def _merge_kv_splits(
+def merge_kv_splits_kernel(
     partial_acc_ptr, partial_ml_ptr, out_ptr,
     num_splits,
     stride_o_tok, stride_o_head,
@@ -208,6 +210,38 @@ def _merge_kv_splits(
     result = acc / tl.where(total > 0, total, 1.0)[:, None]
     out_rows = out_ptr + token * stride_o_tok + heads[:, None] * stride_o_head
     tl.store(out_rows + nope[None, :], result.to(out_ptr.dtype.element_ty))
+
+
+def _aot_spec(kernel: str, label: str, kv_type: str, write_partial: bool) -> dict:
+    """One representative launch of attend_kv_split_kernel for harness/aot.py (types as the JIT sees them)."""
+    tiles = TILE_CONFIGS[0]
+    partial_type = "*fp32:16" if write_partial else "*bf16:16"
+    return {
+        "kernel": kernel, "label": label, "num_warps": tiles["num_warps"], "num_stages": tiles["num_stages"],
+        "signature": {
+            "q_ptr": "*bf16:16", "kv_ptr": f"*{kv_type}:16", "kv_scale_ptr": "*fp32:16", "out_ptr": "*bf16:16",
+            "partial_acc_ptr": partial_type, "partial_ml_ptr": partial_type,
+            "qo_indptr_ptr": "*i32:16", "kv_indptr_ptr": "*i32:16", "score_scale_log2": "fp32", "num_splits": "i32",
+            "stride_q_tok": "i32:16", "stride_q_head": "i32:16", "stride_kv_tok": "i32:16",
+            "stride_o_tok": "i32:16", "stride_o_head": "i32:16",
+        },
+        "constexprs": {"HEADS": NUM_HEADS, "NOPE_DIM": V_HEAD_DIM, "ROPE": ROPE_DIM, "BLOCK_KV": tiles["block_kv"],
+                       "KV_IS_FP8": kv_type != "bf16", "WRITE_PARTIAL": write_partial, "UPCAST": False},
+    }
+
+
+# Representative launches for ahead-of-time compiles (harness/aot.py): the largest tile, as on H200 and MI355X.
+AOT_SPECS = [
+    _aot_spec("attend_kv_split_kernel", "flash, bf16 KV", "bf16", False),
+    _aot_spec("attend_kv_split_kernel", "split-K, bf16 KV", "bf16", True),
+    _aot_spec("attend_kv_split_kernel", "split-K, fp8 KV", "fp8e4nv", True),
+    {
+        "kernel": "merge_kv_splits_kernel", "label": "merge", "num_warps": 4,
+        "signature": {"partial_acc_ptr": "*fp32:16", "partial_ml_ptr": "*fp32:16", "out_ptr": "*bf16:16",
+                      "num_splits": "i32", "stride_o_tok": "i32:16", "stride_o_head": "i32:16"},
+        "constexprs": {"HEADS": NUM_HEADS, "NOPE_DIM": V_HEAD_DIM},
+    },
+]
 
 
 # ---------------------------------------------------------------------------
@@ -254,7 +288,7 @@ def attend_triton(q: torch.Tensor, kv: torch.Tensor, kv_scale: torch.Tensor, qo_
         partial_acc = partial_ml = out  # unused by the kernel when it writes the output directly
     while True:
         try:
-            _attend_kv_split[(batch, q_len, num_splits)](
+            attend_kv_split_kernel[(batch, q_len, num_splits)](
                 q, kv, kv_scale, out, partial_acc, partial_ml, qo_indptr, kv_indptr,
                 float(config["sm_scale"]) * LOG2_E, num_splits,
                 q.stride(0), q.stride(1), kv.stride(0), out.stride(0), out.stride(1),
@@ -270,7 +304,7 @@ def attend_triton(q: torch.Tensor, kv: torch.Tensor, kv_scale: torch.Tensor, qo_
                 raise
             tiles = _tile_config_cache[(str(q.device), kv.element_size())] = {**tiles, **smaller}
     if num_splits > 1:
-        _merge_kv_splits[(total_q,)](
+        merge_kv_splits_kernel[(total_q,)](
             partial_acc, partial_ml, out, num_splits, out.stride(0), out.stride(1),
             HEADS=heads, NOPE_DIM=V_HEAD_DIM, num_warps=4,
         )
