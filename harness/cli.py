@@ -282,11 +282,11 @@ def _run_table(run):
         title += f" · flush {run.flush}"
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")
-    table.add_column("case")
+    table.add_column("case", no_wrap=True)
     table.add_column("status")
     if timed:
         for name in ("mean ± err µs", "best µs", "worst µs", "runs"):
-            table.add_column(name, justify="right")
+            table.add_column(name, justify="right", no_wrap=True)
     table.add_column("note", overflow="fold")
     for index, result in enumerate(run.results, start=1):
         row = [str(index), _short_spec(result.spec), f"[{colour.get(result.status, 'white')}]{result.status}[/]"]

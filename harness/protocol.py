@@ -301,7 +301,7 @@ def run_leaderboard(worker: Worker, cases: list, timeout_s: float, flush: str, b
         result = _benchmark_case(worker, case, True, budgets.leaderboard, flush, timeout_s)
         results.append(result)
         if result.status != "pass":
-            reason = f"not run: case {index + 1} failed and leaderboard mode stops at the first failure"
+            reason = f"not run: leaderboard mode stops at the first failure (case {index + 1})"
             results.extend(CaseResult(spec=later.spec, status="skip", message=reason) for later in cases[index + 1:])
             break
     progress(total, total, "done")
