@@ -74,6 +74,7 @@ class Table:
     skipped: list = field(default_factory=list)
     baseline: str | None = None
     notes: list = field(default_factory=list)
+    secret: dict = field(default_factory=dict)  # label -> verdict of the remote secret-seed run
 
     @property
     def timed(self) -> bool:
@@ -306,6 +307,7 @@ def build_tables(records: list[dict], *, baseline: int | None = None, root: Path
         else:
             table.failing.append(Listed(label, status, failure_reason(record), unverified))
 
+    _merge_secret_runs(tables)
     ordered = [tables[k] for k in sorted(tables, key=lambda k: _sort_key(k, tables[k].remote))]
     for table in ordered:
         table.rows.sort(key=_row_order)
@@ -313,6 +315,20 @@ def build_tables(records: list[dict], *, baseline: int | None = None, root: Path
         table.skipped.sort(key=lambda item: item.label)
         _fill_scores(table, baseline)
     return ordered
+
+
+def _merge_secret_runs(tables: dict) -> None:
+    """A remote secret-seed run becomes a column of its public run's table (it prints no timings)."""
+    for key in [k for k in tables if k[3] == "secret"]:
+        public = tables.get((*key[:3], "public"))
+        if public is None:
+            continue
+        secret = tables.pop(key)
+        for row in secret.rows:
+            score = reported_score_ns(row.record)
+            public.secret[row.label] = f"pass (score ≈ {format_us(score)} µs)" if score else "pass"
+        for item in secret.failing + secret.skipped:
+            public.secret[item.label] = f"{item.status}: {item.reason}"
 
 
 def _fill_scores(table: Table, baseline: int | None) -> None:
@@ -367,17 +383,24 @@ def _recorded(record: dict) -> str:
 
 def render_table(table: Table) -> str:
     lines = [f"### {table.title}", ""]
-    if table.remote:
+    if table.remote and table.timed:
         lines += [f"> {REMOTE_NOTE}", ""]
     if table.rows:
-        shape_heads = [shape_label(s) for s in table.shapes]
+        heads = ["submission", *(shape_label(s) for s in table.shapes)]
         if table.timed:
             score = "score ≈ geomean (µs)" if table.remote else "geomean (µs)"
-            heads = ["submission", *shape_heads, score, f"speedup vs {table.baseline}", "recorded (UTC)"]
+            heads += [score, f"speedup vs {table.baseline}"]
+            aligns = ["---"] + ["---:"] * (len(heads) - 1)
         else:
-            heads = ["submission", *shape_heads, "status", "recorded (UTC)"]
+            heads.append("status")
+            aligns = ["---"] + [":---:"] * (len(heads) - 2) + ["---"]
+        heads.append("recorded (UTC)")
+        aligns.append("---")
+        if table.secret:
+            heads.append("secret run")
+            aligns.append("---")
         lines.append("| " + " | ".join(_cell(h) for h in heads) + " |")
-        lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(heads) - 2) + [" --- "]) + "|")
+        lines.append("| " + " | ".join(aligns) + " |")
         for row in table.rows:
             cells = [_name_cell(row.label, row.best, row.unverified)]
             if table.timed:
@@ -389,6 +412,8 @@ def render_table(table: Table) -> str:
                 cells += ["✓" if row.verdicts.get(s) == "pass" else _cell(row.verdicts.get(s, "–")) for s in table.shapes]
                 cells.append("pass")
             cells.append(_recorded(row.record))
+            if table.secret:
+                cells.append(_cell(table.secret.get(row.label, "–")))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
         if table.timed:
@@ -403,9 +428,14 @@ def render_table(table: Table) -> str:
     for heading, items in (("Failing", table.failing), ("Skipped", table.skipped)):
         if items:
             lines.append(f"{heading}:")
-            lines += [f"- {_name_cell(item.label, unverified=item.unverified)}: {item.status} — {_cell(item.reason)}"
-                      for item in items]
+            for item in items:
+                secret = f" (secret run: {_cell(table.secret[item.label])})" if item.label in table.secret else ""
+                lines.append(f"- {_name_cell(item.label, unverified=item.unverified)}: {item.status} — "
+                             f"{_cell(item.reason)}{secret}")
             lines.append("")
+    listed = {row.label for row in table.rows} | {item.label for item in table.failing + table.skipped}
+    for label in sorted(set(table.secret) - listed):
+        lines += [f"Secret run only: {_cell(label)}: {_cell(table.secret[label])}", ""]
     return "\n".join(lines)
 
 

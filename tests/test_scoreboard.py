@@ -142,22 +142,34 @@ def test_tables_split_by_device_mode_and_cases_with_test_mode_verdicts(repo):
     assert "| 001_torch | ✓ | ✓ | pass | 2026-11-29 10:00 |" in test_table
 
 
-def test_remote_tables_are_separate_with_the_rounding_note_and_public_secret_apart(repo):
+def test_remote_tables_are_separate_with_the_rounding_note_and_the_secret_run_as_a_column(repo):
     write_h200_benchmarks()
     ledger.append(record("120_hip.py", device=REMOTE, source="remote", mode="leaderboard", run="public",
                          means={SMALL_SHAPE: 26500, LARGE_SHAPE: 37600}, finished="2026-11-29T11:00:00"))
     ledger.append(record("120_hip.py", device=REMOTE, source="remote", mode="leaderboard", run="secret",
                          finished="2026-11-29T11:00:00"))
+    ledger.append(record("119_hybrid.py", device=REMOTE, source="remote", mode="leaderboard", run="public",
+                         status="fail", reason="Leaderboard run failed", finished="2026-11-29T11:00:00"))
+    ledger.append(record("119_hybrid.py", device=REMOTE, source="remote", mode="leaderboard", run="secret",
+                         status="fail", reason="Leaderboard run failed", finished="2026-11-29T11:00:00"))
     tables = build(repo)
-    assert [t.remote for t in tables] == [False, True, True]
+    assert [t.remote for t in tables] == [False, True]
     assert tables[1].title == "MI355X (remote) · gfx950 · leaderboard · official cases · public run"
-    assert tables[2].title.endswith("secret run")
+    assert tables[1].secret == {"120_hip": "pass", "119_hybrid": "fail: Leaderboard run failed"}
     text = page(repo)
     local, remote = text.split("## Remote runs (MI355X via popcorn)")
     assert "rounds them to about three significant digits" in remote and "approximate" in remote
-    assert "| submission | b4 kv1k | b4 kv8k | score ≈ geomean (µs) | speedup vs 120_hip |" in remote
-    assert "| **120_hip** ★ | 26.5 | 37.6 | **31.6** | 1.00× | 2026-11-29 11:00 |" in remote
+    assert ("| submission | b4 kv1k | b4 kv8k | score ≈ geomean (µs) | speedup vs 120_hip | recorded (UTC) "
+            "| secret run |") in remote
+    assert "| **120_hip** ★ | 26.5 | 37.6 | **31.6** | 1.00× | 2026-11-29 11:00 | pass |" in remote
+    assert ("- 119_hybrid: fail — Leaderboard run failed (secret run: fail: Leaderboard run failed)" in remote)
     assert "MI355X (remote)" not in local
+
+
+def test_a_secret_run_without_its_public_run_keeps_its_own_table(repo):
+    ledger.append(record("120_hip.py", device=REMOTE, source="remote", mode="test", run="secret"))
+    [table] = build(repo)
+    assert table.title.endswith("secret run") and table.rows[0].label == "120_hip"
 
 
 def test_hip_and_aiter_are_not_verified_until_a_passing_remote_test(repo):
