@@ -31,7 +31,7 @@ scoreboard: setup
 	$(BIN)/harness scoreboard
 
 diff: setup
-	$(BIN)/harness diff $(A) $(B)
+	$(BIN)/harness diff $(A) $(B) $(if $(SOURCE),--source,)
 
 lint: setup
 	$(BIN)/harness lint $(N)
