@@ -34,6 +34,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -762,10 +763,16 @@ def _tail(text: str, lines: int = 8) -> list[str]:
 
 
 def _local_run_check(path: Path) -> GateCheck:
-    """`harness run PATH --mode test` in a child process: the same verdict the user would get by hand."""
+    """`harness run PATH --mode test` in a child process: the same verdict the user would get by hand.
+
+    Its record goes to a throwaway ledger: the gate checks, it does not add results to the user's ledger.
+    """
     command = [sys.executable, "-c", "from harness.cli import main; main()", "run", str(path), "--mode", "test"]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=GATE_RUN_TIMEOUT_S, cwd=REPO_ROOT)
+        with tempfile.TemporaryDirectory(prefix="harness-gate-") as scratch:
+            env = {**os.environ, ledger.LEDGER_ENV: str(Path(scratch) / "gate-ledger.jsonl")}
+            done = subprocess.run(command, capture_output=True, text=True, timeout=GATE_RUN_TIMEOUT_S,
+                                  cwd=REPO_ROOT, env=env)
     except subprocess.TimeoutExpired:
         return GateCheck("local test run", False, [f"`harness run --mode test` took over {GATE_RUN_TIMEOUT_S} s"])
     if done.returncode == 0:

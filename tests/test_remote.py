@@ -481,6 +481,7 @@ def test_make_submit_end_to_end(tmp_path):
     assert call == ["submit", "--no-tui", "--leaderboard", "amd-mixed-mla", "--gpu", "MI355X", "--mode",
                     "leaderboard", "--output", str(report_dir / "report.txt"), str(path)]
     records = remote_records(tmp_path)
+    assert len(ledger.read(tmp_path / "ledger.jsonl")) == len(records)  # the gate's local run recorded nothing
     assert [(r["remote"]["run"], r["mode"], r["status"]) for r in records] == [
         ("public", "test", "pass"), ("public", "benchmark", "pass"), ("public", "leaderboard", "pass"),
         ("secret", "test", "pass"), ("secret", "benchmark", "pass"), ("secret", "leaderboard", "pass")]
