@@ -419,6 +419,9 @@ def render_table(table: Table) -> str:
         if table.timed:
             lines.append("Per-shape mean time in µs; geomean over every shape in the table; "
                          "speedup = baseline geomean / this geomean; ★ = best.")
+            floors = floor_line(table)
+            if floors:
+                lines.append(floors)
             if any(row.reported_score_ns and not row.means for row in table.rows):
                 lines.append("Rows without per-shape times show the score popcorn printed (popcorn >= v1.3.16 "
                              "reports no per-shape timings).")
@@ -437,6 +440,17 @@ def render_table(table: Table) -> str:
     for label in sorted(set(table.secret) - listed):
         lines += [f"Secret run only: {_cell(label)}: {_cell(table.secret[label])}", ""]
     return "\n".join(lines)
+
+
+def floor_line(table: Table) -> str | None:
+    """The bandwidth floors' geomeans over this table's shapes, when the device's bandwidth is known."""
+    bandwidth = copy_bandwidth(table.device)
+    if not bandwidth or not table.shapes:
+        return None
+    parts = [f"{kv_format} {format_us(geomean(floor_ns(s, kv_format, bandwidth[0]) for s in table.shapes))}"
+             for kv_format in KV_BYTES_PER_TOKEN]
+    return (f"Bandwidth floor geomeans (µs; KV + Q + output bytes at {bandwidth[0] / 1e12:.2f} TB/s, "
+            f"{bandwidth[1]}): " + ", ".join(parts) + ".")
 
 
 def unverified_submissions(tables: list[Table]) -> list[str]:

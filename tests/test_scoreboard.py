@@ -213,6 +213,13 @@ def test_bandwidth_floors_count_kv_q_and_output():
     assert board.copy_bandwidth("cpu") is None
 
 
+def test_each_timed_table_states_its_floors(repo):
+    write_h200_benchmarks()
+    # b4 kv1k and b4 kv8k at 4.27 TB/s, bf16: 1.138 and 8.873 µs -> geomean 3.18 µs (fp8 1.61, mxfp4 0.881)
+    assert ("Bandwidth floor geomeans (µs; KV + Q + output bytes at 4.27 TB/s, measured on the lent H200): "
+            "bf16 3.18, fp8 1.61, mxfp4 0.88." in page(repo))
+
+
 def test_regenerate_writes_page_and_chart(repo):
     write_h200_benchmarks()
     ledger.append(record("001_torch.py", device=CPU, mode="benchmark", cases="small", means={(1, 64): 900000}))
