@@ -36,9 +36,10 @@ diff: setup
 lint: setup
 	$(BIN)/harness lint $(N)
 
+# make submit N=120 [MODE=test|benchmark|leaderboard] [DRY_RUN=1] [FORCE=1] [TIMEOUT=seconds]; see docs/REMOTE.md
 MODE ?= leaderboard
 submit: setup
-	$(BIN)/harness submit $(N) --mode $(MODE) $(if $(DRY_RUN),--dry-run,) $(if $(FORCE),--force,)
+	$(BIN)/harness submit $(N) --mode $(MODE) $(if $(DRY_RUN),--dry-run,) $(if $(FORCE),--force,) $(if $(TIMEOUT),--timeout $(TIMEOUT),)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
