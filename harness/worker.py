@@ -10,8 +10,10 @@ stdout and stderr go to a log file; the parent shows only a capped tail. The chi
 
 Messages are JSON lines. Request: {"op": "test" | "benchmark" | "profile", "args": {...}}.
 Reply: {"ok": true, "result": {...}} or {"ok": false, "status": "error" | "timeout", "message": "..."}.
+A child announces itself with {"ready": true} once torch and reference.py are imported.
 """
 import argparse
+import ctypes
 import importlib.abc
 import importlib.util
 import json
@@ -31,6 +33,8 @@ MAX_MESSAGE_CHARS = 4000  # a reply's message is capped so a giant mismatch repo
 LOG_TAIL_LINES = 20
 LOG_TAIL_CHARS = 2000
 EXIT_GRACE_S = 10.0  # how long a child may take to exit after its requests pipe closes
+# Starting a child (interpreter, torch, reference) is not charged to the first case; it gets its own limit.
+STARTUP_LIMIT_S = 300.0
 
 
 def child_environment(device: str, triton_interpreter: bool, base: dict | None = None) -> dict:
@@ -96,7 +100,7 @@ class Worker:
             log.flush()
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "harness.worker", "--submission", str(self.submission_path),
-                 "--request-fd", str(request_read), "--reply-fd", str(reply_write)],
+                 "--request-fd", str(request_read), "--reply-fd", str(reply_write), "--parent", str(os.getpid())],
                 cwd=REPO_ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 pass_fds=(request_read, reply_write), start_new_session=True,
             )
@@ -133,11 +137,28 @@ class Worker:
 
     # -- one request -----------------------------------------------------------------------------
 
+    def _wait_until_ready(self) -> str:
+        """'' once the child said it is ready, else why it did not get there (it is then gone)."""
+        try:
+            line = self._read_line(time.monotonic() + STARTUP_LIMIT_S)
+        except EOFError:
+            return f"the worker died while starting: {self._crash_reason()}"
+        if line is None:
+            self._kill()
+            self._forget()
+            return f"the worker did not start within {STARTUP_LIMIT_S:g} s"
+        return ""
+
     def call(self, op: str, timeout_s: float, **args) -> dict:
         """Run one operation in the child; always returns a reply dict, never raises for the child's faults."""
         if self._process is None:
             self._start()
-        log_offset = self._log_size()
+            log_offset = self._log_size()  # after the parent's header line: the tail shows the child's output only
+            problem = self._wait_until_ready()
+            if problem:
+                return self._failed("error", problem, log_offset)
+        else:
+            log_offset = self._log_size()
         deadline = time.monotonic() + timeout_s
         try:
             os.write(self._requests, (json.dumps({"op": op, "args": args}) + "\n").encode())
@@ -238,12 +259,25 @@ def _one_line_error(exc: BaseException, submission_path: str) -> str:
     return f"{type(exc).__name__}: {first_line}{where}".rstrip()
 
 
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to kill this child when the harness dies (kill -9 included), so no orphan spins on."""
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the closed requests pipe still ends an idle child
+    if os.getppid() != parent_pid:  # the parent died before the request above took effect
+        os._exit(1)
+
+
 def child_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.worker")
     parser.add_argument("--submission", required=True)
     parser.add_argument("--request-fd", type=int, required=True)
     parser.add_argument("--reply-fd", type=int, required=True)
+    parser.add_argument("--parent", type=int, required=True)
     options = parser.parse_args(argv)
+    _die_with_parent(options.parent)
     # Nothing the submission starts may inherit the pipes (it could forge replies).
     os.set_inheritable(options.request_fd, False)
     os.set_inheritable(options.reply_fd, False)
@@ -251,10 +285,13 @@ def child_main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(REPO_ROOT))
     sys.meta_path.insert(0, _SubmissionFinder(submission_path))
 
+    import reference  # noqa: F401  (imported before "ready" so its cost is not charged to the first case)
     from harness import protocol
 
     requests = os.fdopen(options.request_fd, "r")
     replies = os.fdopen(options.reply_fd, "w")
+    replies.write(json.dumps({"ready": True}) + "\n")
+    replies.flush()
     for line in requests:
         request = json.loads(line)
         try:
