@@ -170,6 +170,27 @@ def test_runner_failure_and_server_timeout():
     assert 'File "/tmp/tmpa1b2c3d4/submission.py", line 12' in run.logs["Program stderr"]
 
 
+def test_a_crash_after_an_earlier_stage_log_is_attributed_to_its_stage():
+    text = ('"**MI355X on GitHub ✅ success**\n> ✅ Testing successful\n> ❌ Running benchmarks failed (internal error 1)'
+            '\n\nRunning on:\n* GPU: `AMD Instinct MI355X`\n\n\n## ✅ Passed 1/1 tests:\n```\n'
+            '✅ seed: 4220; qseqlen: 1; kvseqlen: 1024; batchsize: 4\n> Maximum error: tensor(0.03)```'
+            '# Running failed\nCommand ```bash\npython3 eval.py benchmark /tmp/tmpq```\n'
+            'exited with error code **1** after 12.34 seconds.\n\n## Program stderr:\n```\nSegmentation fault```"')
+    (run,) = remote.parse_report(text).runs
+    test, bench = run.stages
+    assert (test.status, len(test.results)) == ("pass", 1)
+    assert bench.status == "error"
+    assert bench.reason == "running benchmarks failed: internal error 1 (the run exited with error code 1 after 12.34 s)"
+    assert run.logs["Program stderr"] == "Segmentation fault"
+
+
+def test_a_compile_failure_is_one_error_record():
+    (run,) = remote.parse_report('"**MI355X on GitHub ✅ success**\n> ❌ Compilation failed\n"').runs
+    assert run.stages == [] and run.failure == "compilation failed on the server"
+    (record,) = remote.records_from_report(remote.Report("text", [run]), context("test"), "2026-04-06T21:30:00+00:00")
+    assert (record["mode"], record["status"], record["reason"]) == ("test", "error", "compilation failed on the server")
+
+
 def test_escaped_quotes_backslashes_and_tabs_are_undone():
     (run,) = remote.parse_report(fixture("test_success_v1315.txt")).runs
     assert run.logs["Program stderr"] == 'UserWarning: "fp8" path taken for C:\\temp\\kv\tcolumn 2\nwarnings.warn("done")'
