@@ -148,6 +148,7 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
     import time
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from harness import remote
@@ -159,7 +160,7 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
         click.echo(f"error: {error}", err=True)
         raise SystemExit(error.exit_code)
     for warning in plan.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
     if plan.problems and not dry_run:
         click.echo(f"error: {plan.problems[0]}", err=True)
         raise SystemExit(plan.problems[0].exit_code)
@@ -171,16 +172,16 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
         raise SystemExit(130)
     for check in gate.checks:
         mark = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]skipped[/]"}[check.ok]
-        console.print(f"gate {check.name}: {mark} {check.details[0] if check.details else ''}")
+        console.print(f"gate {check.name}: {mark} {escape(check.details[0]) if check.details else ''}")
         for detail in check.details[1:]:
-            console.print(f"    {detail}")
+            console.print(f"    {escape(detail)}")
     verdict = "passed" if gate.ok else ("failed (--force: sending anyway)" if force else "failed: refused")
     console.print(f"gate verdict: {verdict}")
-    console.print(f"command: {plan.command_line}")
+    console.print(f"command: {escape(plan.command_line)}")
     if dry_run:
         for problem in plan.problems:
-            console.print(f"note: a real send would stop here: {problem}")
-        console.print(f"rate limit: {plan.rate.message}")
+            console.print(f"note: a real send would stop here: {escape(str(problem))}")
+        console.print(f"rate limit: {escape(plan.rate.message)}")
         console.print("dry run: nothing sent, nothing recorded")
         raise SystemExit(0 if gate.ok or force else 1)
     if not gate.ok and not force:
@@ -190,22 +191,23 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
                   f"{timeout_s or remote.DEFAULT_TIMEOUT_S:.0f} s for the report")
     with console.status("sending...") as status:
         def waiting(elapsed, last_line):
-            status.update(f"waiting for {plan.gpu} ({elapsed:.0f} s){': ' + last_line[:80] if last_line else ''}")
+            status.update(escape(f"waiting for {plan.gpu} ({elapsed:.0f} s){': ' + last_line[:80] if last_line else ''}"))
         try:
             outcome = remote.send(plan, timeout_s=timeout_s or remote.DEFAULT_TIMEOUT_S, on_wait=waiting)
         except remote.RemoteError as error:
             click.echo(f"error: {error}", err=True)
             raise SystemExit(error.exit_code)
-    table = Table(title=f"{plan.submission.path.name} on {plan.gpu} ({plan.mode} mode, "
-                        f"{time.monotonic() - started:.0f} s)")
-    for column in ("run", "mode", "status", "shapes passed", "geomean µs", "reason"):
-        table.add_column(column)
-    for row in remote.outcome_rows(outcome.records):
-        table.add_row(*row)
-    console.print(table)
+    if outcome.report is not None:
+        table = Table(title=escape(f"{plan.submission.path.name} on {plan.gpu} ({plan.mode} mode, "
+                                   f"{time.monotonic() - started:.0f} s)"))
+        for column in ("run", "mode", "status", "shapes passed", "geomean µs", "reason"):
+            table.add_column(column)
+        for row in remote.outcome_rows(outcome.records):
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
     for line in remote.score_lines(outcome.records):
-        console.print(line)
-    console.print(f"raw report: {_relative(outcome.report_dir)}; {len(outcome.records)} ledger record(s) written")
+        console.print(escape(line))
+    console.print(escape(f"raw report: {_relative(outcome.report_dir)}; {len(outcome.records)} ledger record(s) written"))
     if outcome.error is not None:
         click.echo(f"error: {outcome.error}", err=True)
     raise SystemExit(outcome.exit_code)
