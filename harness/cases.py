@@ -107,6 +107,8 @@ def _parse_yaml(text: str, where: Path) -> list[dict]:
     except yaml.YAMLError as exc:
         problem = str(exc).splitlines()[0]
         raise CaseError(f"{where}: not YAML nor eval.py-style case lines ({problem})") from None
+    if loaded is None:  # only comments or blank lines
+        return []
     if isinstance(loaded, dict) and isinstance(loaded.get("benchmarks") or loaded.get("tests"), list):
         raise CaseError(f"{where}: looks like a task.yml; give a plain list of cases")
     if not isinstance(loaded, list):
