@@ -511,7 +511,7 @@ class _ReturnedValues:
             self.cached[call.func.value.id] = False
         for argument in (*call.args, *(k.value for k in call.keywords)):
             for name in (n.id for n in ast.walk(argument) if isinstance(n, ast.Name)):
-                if name in self.cached:
+                if name in self.cached or name in self.state:
                     self.cached[name] = False
 
     def _is_cached(self, expr: ast.AST) -> bool:
@@ -536,7 +536,8 @@ class _ReturnedValues:
         return False
 
     def _is_state(self, expr: ast.AST) -> bool:
-        return isinstance(expr, ast.Name) and expr.id in self.state
+        """A name that outlives the call and has not been handed to a kernel to write since."""
+        return isinstance(expr, ast.Name) and expr.id in self.state and self.cached.get(expr.id, True)
 
     def _returned(self, node: ast.Return, value: ast.AST):
         for branch in (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,):

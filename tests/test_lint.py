@@ -216,6 +216,14 @@ def custom_kernel(data):
     return out
 """
     assert rules(reused, blocking=True) == set()
+    static = """
+_OUT = torch.empty((256, 16, 512))
+def custom_kernel(data):
+    q = data[0]
+    launch(q, _OUT)
+    return _OUT[: q.shape[0]]
+"""
+    assert rules(static, blocking=True) == set()
 
 
 def test_repository_submissions_lint_clean():
