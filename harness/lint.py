@@ -68,7 +68,13 @@ def lint_source(text: str | bytes, path: str = "<submission>") -> list[Finding]:
     except SyntaxError as error:
         findings.append(Finding("SYNTAX_ERROR", error.lineno or 1, f"does not parse: {error.msg}", True))
         return _sorted(findings)
-    findings += _AstRules(tree).run()
+    except (ValueError, RecursionError, MemoryError) as error:  # null bytes, absurd nesting
+        findings.append(Finding("SYNTAX_ERROR", 1, f"does not parse: {error}", True))
+        return _sorted(findings)
+    try:
+        findings += _AstRules(tree).run()
+    except RecursionError:
+        findings.append(Finding("LINT_INCOMPLETE", 1, "expressions nested too deeply to check; the AST rules were skipped", False))
     return _sorted(findings)
 
 

@@ -261,3 +261,17 @@ def test_cli_exit_codes_and_format(tmp_path):
 def test_token_paste_of_ordinary_names_is_fine():
     source = 'SRC = """\n#define CAT(a, b) a##b\nint CAT(tile, _m) = 0;\n"""\n'
     assert "TOKEN_PASTE_CUDA_API" not in rules(source + kernel())
+
+
+def test_hostile_bytes_never_crash_lint():
+    import random
+
+    rng = random.Random(6)
+    samples = [b"\x00\x01def custom_kernel(data):\n    return 1\n", ("x = " + "(" * 500 + "1" + ")" * 500 + "\n").encode(),
+               ("s = " + " + ".join(["'a'"] * 3000) + "\n").encode(), b"\xff\xfe\x00",
+               bytes(rng.randrange(256) for _ in range(4000))]
+    for path in list((REPO / "harness").glob("*.py")) + list((REPO / "tests").glob("*.py")):
+        samples.append(path.read_bytes())
+    for sample in samples:
+        for finding in lint_source(sample, "hostile.py"):
+            assert finding.rule and finding.line >= 1 and finding.message
