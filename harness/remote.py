@@ -961,9 +961,9 @@ def send(plan: Plan, *, timeout_s: float = DEFAULT_TIMEOUT_S,
     (plan.report_dir / "command.txt").write_text(plan.command_line + "\n", encoding="utf-8")
     started = utc_now()
     context = SendContext(_submission_dict(plan.submission), plan.mode, plan.leaderboard, plan.gpu,
-                          _shown(plan.report_dir), started.isoformat(), plan.popcorn_version)
+                          _shown(plan.report_dir), started.isoformat(timespec="seconds"), plan.popcorn_version)
     send_id = uuid.uuid4().hex
-    note_sent({"id": send_id, "time": started.isoformat(), "leaderboard": plan.leaderboard,
+    note_sent({"id": send_id, "time": started.isoformat(timespec="seconds"), "leaderboard": plan.leaderboard,
                "category": mode_category(plan.mode), "mode": plan.mode, "submission": context.submission,
                "outcome": "pending"})
     stdout_path, stderr_path = plan.report_dir / "stdout.txt", plan.report_dir / "stderr.txt"
@@ -987,7 +987,7 @@ def send(plan: Plan, *, timeout_s: float = DEFAULT_TIMEOUT_S,
         if process.poll() is None:
             process.kill()
             process.wait()
-    finished = utc_now().isoformat()
+    finished = utc_now().isoformat(timespec="seconds")
     stderr_text = stderr_path.read_text(encoding="utf-8", errors="replace")
     if error is None and process.returncode != 0:
         error = classify_failure(stderr_text, process.returncode)
@@ -1005,7 +1005,7 @@ def send(plan: Plan, *, timeout_s: float = DEFAULT_TIMEOUT_S,
         records = [error_record(context, error, finished)]
     retry_at = None
     if error is not None and (match := _RATE_RE.search(stderr_text)):
-        retry_at = (utc_now() + timedelta(seconds=int(match["seconds"]))).isoformat()
+        retry_at = (utc_now() + timedelta(seconds=int(match["seconds"]))).isoformat(timespec="seconds")
     note_sent({"id": send_id, "time": finished, "outcome": error.kind if error else "report",
                **({"retry_at": retry_at} if retry_at else {})})
     for record in records:
