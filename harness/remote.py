@@ -870,7 +870,7 @@ def plan(argument: str, *, mode: str = "leaderboard", leaderboard: str | None = 
     try:
         chosen = submissions.resolve(argument)
     except (FileNotFoundError, LookupError, ValueError) as error:
-        raise RemoteError(f"no such submission: {argument} ({error})", "usage", 2) from None
+        raise RemoteError(str(error), "usage", 2) from None
     try:
         text = Path(chosen.path).read_text(encoding="utf-8")
     except UnicodeDecodeError:
