@@ -297,3 +297,21 @@ def test_119_fits_h200_shared_memory():
     for report in compile_submission(OWN["119"], "sm90"):
         assert report.error is None and not report.skipped, report
         assert report.shared_bytes <= 227 * 1024, report
+
+
+# ---------------------------------------------------------------------------
+# On a GPU (make test-gpu): 001 and 119 on the official test shapes
+# ---------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm device")
+@pytest.mark.parametrize("batch, kv, seed", [(4, 1024, 4220), (32, 1024, 5412), (64, 8192, 1360), (256, 8192, 9826)])
+def test_001_and_119_pass_the_official_tests_on_a_gpu(batch, kv, seed):
+    data = reference.generate_input(batch, 1, kv, seed, device="cuda")
+    hybrid = load("119")
+    for module in (load("001"), hybrid):
+        output = module.custom_kernel(tuple(x.clone() if torch.is_tensor(x) else x for x in data))
+        ok, message = reference.check_implementation(data, output)
+        assert ok, message
+    expected = "bmm" if kv <= 4096 else ("triton_flash" if batch >= 128 else "triton_splitk")
+    assert hybrid.LAST_RUN_INFO["path"] == expected
