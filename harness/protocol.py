@@ -267,7 +267,7 @@ def _benchmark_case(worker: Worker, case: Case, recheck: bool, budget: Budget, f
 
 
 def _warm_up(worker: Worker, case: Case, budget: Budget, flush: str, timeout_s: float, warnings: list) -> None:
-    """eval.py benchmarks the first case once untimed first; its result is ignored, a crash only warned about."""
+    """eval.py benchmarks the first case once before the real ones and ignores the result; we warn of a crash."""
     result = _benchmark_case(worker, case, False, budget, flush, timeout_s)
     if result.status in ("error", "timeout"):
         warnings.append(f"warm-up on {spec_line(case.spec)}: {result.message}")

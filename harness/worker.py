@@ -81,13 +81,16 @@ class Worker:
         self._requests = None  # parent's write end
         self._replies = None  # parent's read end
         self._buffer = b""
-        self.last_log_tail = ""
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        elif self._process is not None:  # interrupted (Ctrl-C...): do not wait for the case to finish
+            self._kill()
+            self._forget()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -113,6 +116,7 @@ class Worker:
         if self._process is None:
             return
         os.close(self._requests)
+        self._requests = None
         try:
             self._process.wait(timeout=EXIT_GRACE_S)
         except subprocess.TimeoutExpired:
@@ -129,11 +133,9 @@ class Worker:
 
     def _forget(self) -> None:
         for fd in (self._requests, self._replies):
-            try:
+            if fd is not None:
                 os.close(fd)
-            except OSError:
-                pass
-        self._process = None
+        self._process, self._requests, self._replies = None, None, None
 
     # -- one request -----------------------------------------------------------------------------
 
@@ -153,12 +155,10 @@ class Worker:
         """Run one operation in the child; always returns a reply dict, never raises for the child's faults."""
         if self._process is None:
             self._start()
-            log_offset = self._log_size()  # after the parent's header line: the tail shows the child's output only
             problem = self._wait_until_ready()
             if problem:
-                return self._failed("error", problem, log_offset)
-        else:
-            log_offset = self._log_size()
+                return self._failed("error", problem, 0)
+        log_offset = self._log_size()
         deadline = time.monotonic() + timeout_s
         try:
             os.write(self._requests, (json.dumps({"op": op, "args": args}) + "\n").encode())
@@ -179,7 +179,6 @@ class Worker:
             # A Python exception may leave the device in a bad state (illegal address...): start afresh.
             self.close()
             return self._failed(reply.get("status", "error"), reply.get("message", "unknown error"), log_offset)
-        self.last_log_tail = ""
         return reply
 
     def _read_line(self, deadline: float) -> bytes | None:
@@ -199,21 +198,20 @@ class Worker:
         return line
 
     def _crash_reason(self) -> str:
+        """Why the child stopped answering (it is gone afterwards)."""
         try:
             returncode = self._process.wait(timeout=EXIT_GRACE_S)
         except subprocess.TimeoutExpired:
             self._kill()
-            returncode = self._process.returncode
             self._forget()
-            return "closed its reply pipe and did not exit (killed)"
+            return "the worker closed its reply pipe but did not exit (killed)"
         self._forget()
         if returncode == 0:
             return "the worker exited (code 0) before replying"
         return exit_reason(returncode)
 
     def _failed(self, status: str, message: str, log_offset: int) -> dict:
-        self.last_log_tail = self._log_tail(log_offset)
-        return {"ok": False, "status": status, "message": cap(message), "log_tail": self.last_log_tail}
+        return {"ok": False, "status": status, "message": cap(message), "log_tail": self._log_tail(log_offset)}
 
     def _log_size(self) -> int:
         try:
