@@ -1,11 +1,11 @@
 #!POPCORN leaderboard amd-mixed-mla
 #!POPCORN gpu MI355X
-"""Bad submission: dereferences a null pointer through ctypes. Expected: error, "killed by signal 11 (SIGSEGV)"."""
+"""Bad submission: writes through a null pointer with ctypes. Expected: error, "killed by signal 11 (SIGSEGV)"."""
 import ctypes
 
 from task import input_t, output_t
 
 
 def custom_kernel(data: input_t) -> output_t:
-    ctypes.string_at(0, 16)
+    ctypes.memmove(8, b"boom", 4)  # address 8: the null page, never mapped
     return data[0]
