@@ -318,12 +318,12 @@ def _print_run(console, run) -> None:
     for result in run.results:
         if result.report:
             console.print(f"[bold]profile: {escape(_short_spec(result.spec))}[/]")
-            console.print(result.report, markup=False, highlight=False)
+            console.print(result.report, markup=False, highlight=False, soft_wrap=True)
     # The worker's last words for the first case that crashed or raised; the rest are in the worker log.
     crashed = next((result for result in run.results if result.log_tail), None)
     if crashed:
         console.print(f"[dim]last output of the worker ({escape(_short_spec(crashed.spec))}):[/]")
-        console.print(crashed.log_tail, markup=False, highlight=False, style="dim")
+        console.print(crashed.log_tail, markup=False, highlight=False, style="dim", soft_wrap=True)
     for warning in run.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     if run.failed:
@@ -357,7 +357,7 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from harness import cases, ledger, protocol
+    from harness import cases, ledger, protocol, timing
     from harness import platform as platforms
     from harness import submission as subs
 
@@ -378,6 +378,9 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout):
     specs = cases.load(cases_arg, mode)
     if not here.is_gpu and flush == "official" and mode in ("benchmark", "leaderboard"):
         notices.print("On the CPU there is no cache flush: --flush official is ignored.")
+    if here.is_gpu and flush == "official" and mode in ("benchmark", "leaderboard") and not timing.official_flush_fits():
+        raise platforms.PlatformError("--flush official allocates 64 GiB per call, more than this GPU holds; "
+                                      "use --flush fast")
     try:
         secret = protocol.secret_seed()
     except ValueError as error:

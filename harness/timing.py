@@ -84,6 +84,12 @@ def flush_last_level_cache(mode: str) -> None:
     raise ValueError(f"unknown flush mode {mode!r}: use one of {', '.join(FLUSH_MODES)}")
 
 
+def official_flush_fits() -> bool:
+    """Whether this GPU can hold the official flush's 64 GiB tensor (with room for the submission)."""
+    flush_bytes = math.prod(OFFICIAL_FLUSH_SHAPE) * 4
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory > 1.1 * flush_bytes
+
+
 def last_level_cache_bytes(device_index: int) -> int:
     props = torch.cuda.get_device_properties(device_index)
     arch = getattr(props, "gcnArchName", "").split(":")[0]
