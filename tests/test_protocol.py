@@ -261,3 +261,23 @@ def test_agreement_script_compares_geomeans():
     rows, ratios = script.compare({"official": [10.0, 40.0], "harness": [11.0, 44.0]}, baseline="official")
     assert ratios["harness"] == pytest.approx(1.1)
     assert rows[0]["harness"] == 11.0
+
+
+# -- on a GPU (the device machine) ------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("flush", ["fast", "official"])
+def test_benchmark_and_leaderboard_on_the_gpu(tmp_path, flush):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    gpu = platforms.detect("cuda")
+    case = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}
+    honest = protocol.evaluate(subs.from_path(SAMPLES / "reference_call.py"), gpu, "benchmark", [case],
+                               cases_name="test", flush=flush, timeout_s=300, budgets=QUICK, log_dir=tmp_path)
+    assert honest.status == "pass" and honest.flush == flush
+    assert 0 < honest.results[0].stats.best <= honest.results[0].stats.mean
+    cheat = protocol.evaluate(subs.from_path(SAMPLES / "cache_by_shape.py"), gpu, "leaderboard", [case],
+                              cases_name="test", flush=flush, timeout_s=300, budgets=QUICK, log_dir=tmp_path)
+    assert cheat.status == "fail"
