@@ -1,0 +1,327 @@
+"""MLA decode benchmark for one device call: roofline, our Triton kernel and its variants, 001, 119, a peer.
+
+    python bench/bench_decode.py --out $OUT [--reps 40] [--peer flashinfer|none] [--skip 001,119]
+
+1. Copy bandwidth: a 2 GiB device-to-device copy (bytes read + written over the median time).
+2. On the 8 official benchmark shapes, every contender is checked with reference.check_implementation
+   (the official verdict) and timed the harness way: synchronize, fast flush (4x L2 write + 3 ms GPU
+   sleep), device events around one call; the median over --reps calls is reported.
+3. Submission 200 also runs in leaderboard style: fresh inputs (seed + 13 k) on every call, each checked.
+4. The peer is FlashInfer's BatchMLAPagedAttentionWrapper (bf16 KV, and fp8 KV where it supports it),
+   planned outside the timed region. Its JIT-built libraries are saved under --out so that a later call
+   can bring them back with --flashinfer-cache.
+
+Results go to OUT/bench_results.json after every contender (a crash keeps what came before); a short
+table is printed last. Needs a CUDA or ROCm device.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import statistics
+import sys
+import tarfile
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import reference  # noqa: E402
+from harness import cases, timing  # noqa: E402
+
+MXFP4_BYTES_PER_TOKEN = 288 + 18
+FP8_BYTES_PER_TOKEN = 576
+BF16_BYTES_PER_TOKEN = 1152
+Q_BYTES_PER_ROW = 16 * 576 * 2
+OUT_BYTES_PER_ROW = 16 * 512 * 2
+FLOPS_PER_TOKEN_PER_ROW = 2 * 16 * (576 + 512)  # QK^T and PV for 16 heads
+
+
+# ---------------------------------------------------------------------------------------------
+# Floors
+# ---------------------------------------------------------------------------------------------
+
+def measure_copy_bandwidth(device: str, size_bytes: int = 2 << 30, reps: int = 10) -> float:
+    """Bytes per second of a device-to-device copy, counting bytes read plus bytes written (median)."""
+    if device == "cpu":
+        size_bytes = 64 << 20  # a smoke run: the number only fills the table
+    src = torch.empty(size_bytes, dtype=torch.uint8, device=device)
+    src.random_(0, 255)
+    dst = torch.empty_like(src)
+    times = []
+    for i in range(reps + 2):
+        _, ns = timing.time_call(lambda: dst.copy_(src), device, "none")
+        if i >= 2:
+            times.append(ns / 1e9)
+    del src, dst
+    return 2 * size_bytes / statistics.median(times)
+
+
+def floors(spec: dict, bandwidth: float) -> dict:
+    """Bytes, FLOPs and bandwidth-floor microseconds of one shape for each KV format."""
+    tokens = spec["batchsize"] * spec["kvseqlen"]
+    rows = spec["batchsize"] * spec["qseqlen"]
+    fixed = rows * (Q_BYTES_PER_ROW + OUT_BYTES_PER_ROW)
+    result = {"flops": tokens * spec["qseqlen"] * FLOPS_PER_TOKEN_PER_ROW}
+    for name, per_token in (("mxfp4", MXFP4_BYTES_PER_TOKEN), ("fp8", FP8_BYTES_PER_TOKEN),
+                            ("bf16", BF16_BYTES_PER_TOKEN)):
+        result[f"{name}_bytes"] = tokens * per_token + fixed
+        result[f"{name}_floor_us"] = result[f"{name}_bytes"] / bandwidth * 1e6
+    result["target_us"] = 1.3 * max(3.0, result["mxfp4_floor_us"])
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Contenders: name -> (setup(data) -> state, call(data, state) -> output)
+# ---------------------------------------------------------------------------------------------
+
+def load_submission(number: str):
+    matches = sorted((REPO / "submissions").glob(f"{number}_*.py"))
+    if not matches:
+        return None
+    spec = importlib.util.spec_from_file_location(f"bench_sub_{number}", matches[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def our_contenders(variants: list[str]) -> dict:
+    """200's custom_kernel plus variants 'name=key:value,key:value' passed to its mla_decode."""
+    module = load_submission("200")
+    found = {"200": (None, lambda data, _: module.custom_kernel(data))}
+    for text in variants:
+        name, _, options = text.partition("=")
+        tuning = {}
+        for pair in filter(None, options.split(",")):
+            key, _, value = pair.partition(":")
+            tuning[key] = value if key == "kv_format" else int(value)
+        found[f"200/{name}"] = (None, lambda data, _, t=dict(tuning): module.mla_decode(data, **t))
+    return found
+
+
+def seed_contenders(numbers: list[str]) -> dict:
+    found = {}
+    for number in numbers:
+        module = load_submission(number)
+        if module is not None:
+            found[number] = (None, lambda data, _, m=module: m.custom_kernel(data))
+    return found
+
+
+def flashinfer_contenders(backend: str) -> dict:
+    """FlashInfer's MLA decode with bf16 KV and with fp8 KV (per-tensor scale), planned per shape."""
+    import flashinfer  # noqa: F401
+    from flashinfer.mla import BatchMLAPagedAttentionWrapper, MLAPlanMetadata
+
+    workspace = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+
+    def make(kv_kind: str):
+        def setup(data):
+            q, kv_data, qo_indptr, kv_indptr, config = data
+            kv = kv_data["bf16"] if kv_kind == "bf16" else kv_data["fp8"][0]
+            total_kv = kv.shape[0]
+            lens = (kv_indptr[1:] - kv_indptr[:-1]).to(torch.int32)
+            wrapper = BatchMLAPagedAttentionWrapper(workspace, backend=backend)
+            wrapper.plan(
+                metadata=MLAPlanMetadata.csr(qo_indptr=qo_indptr.to(torch.int32), kv_indptr=kv_indptr.to(torch.int32),
+                                             kv_indices=torch.arange(total_kv, dtype=torch.int32, device=q.device),
+                                             kv_len_arr=lens),
+                num_heads=16, head_dim_ckv=512, head_dim_kpe=64, page_size=1, causal=False,
+                sm_scale=float(config["sm_scale"]), q_data_type=torch.bfloat16, kv_data_type=kv.dtype,
+            )
+            extra = {}
+            if kv_kind == "fp8":
+                scale = float(kv_data["fp8"][1].item())
+                extra = {"ckv_scale": scale, "kpe_scale": scale}
+            return wrapper, kv.view(total_kv, 1, 576), extra
+
+        def call(data, state):
+            wrapper, kv, extra = state
+            return wrapper.run(query=data[0], kv_cache=kv, **extra)
+
+        return setup, call
+
+    return {f"flashinfer-{backend}/bf16": make("bf16"), f"flashinfer-{backend}/fp8": make("fp8")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+# ---------------------------------------------------------------------------------------------
+
+def time_contender(setup, call, data, reps: int, device: str) -> dict:
+    state = setup(data) if setup else None
+    output = call(data, state)
+    timing.synchronize(device)
+    ok, message = reference.check_implementation(data, output)
+    result = {"ok": bool(ok), "message": message.splitlines()[0][:200]}
+    if not ok:
+        return result
+    for _ in range(3):
+        call(data, state)
+    durations = []
+    for _ in range(reps):
+        _, ns = timing.time_call(lambda: call(data, state), device, "fast" if device != "cpu" else "none")
+        durations.append(ns)
+        if len(durations) == 5 and statistics.median(durations) > 20e6:
+            break  # a slow contender: 5 calls are enough for its median
+    result.update(median_us=statistics.median(durations) / 1e3, mean_us=statistics.mean(durations) / 1e3,
+                  best_us=min(durations) / 1e3, runs=len(durations))
+    return result
+
+
+def leaderboard_check(call, spec: dict, calls: int, device: str) -> dict:
+    """Fresh input every call (seed + 13 k), each checked: results cached across calls would fail here."""
+    failures = []
+    for k in range(calls):
+        data = reference.generate_input(spec["batchsize"], spec["qseqlen"], spec["kvseqlen"], spec["seed"] + 13 * k,
+                                        device=device)
+        ok, message = reference.check_implementation(data, call(data, None))
+        if not ok:
+            failures.append(f"seed {spec['seed'] + 13 * k}: {message.splitlines()[0]}")
+    return {"calls": calls, "failures": failures}
+
+
+def geomean(values):
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def save(results: dict, out: Path) -> None:
+    (out / "bench_results.json").write_text(json.dumps(results, indent=1, default=str))
+
+
+def save_flashinfer_cache(workspace_base: Path, out: Path) -> None:
+    """Tar the JIT-built FlashInfer libraries (a later call restores them instead of compiling)."""
+    libraries = [p for p in workspace_base.rglob("*.so")]
+    if not libraries:
+        return
+    with tarfile.open(out / "flashinfer_ops.tar.gz", "w:gz") as tar:
+        for path in libraries:
+            tar.add(path, arcname=str(path.relative_to(workspace_base)))
+
+
+def print_table(results: dict) -> None:
+    names = results["contenders"]
+    shapes = results["shapes"]
+    header = f"{'shape':>10} {'floor':>6} {'target':>6} " + " ".join(f"{n[:14]:>14}" for n in names)
+    print("\n" + header)
+    for row in shapes:
+        cells = []
+        for n in names:
+            r = row["results"].get(n, {})
+            cells.append(f"{r['median_us']:14.1f}" if "median_us" in r else f"{'FAIL' if r else '-':>14}")
+        label = f"{row['spec']['batchsize']}x{row['spec']['kvseqlen']}"
+        print(f"{label:>10} {row['floors']['mxfp4_floor_us']:6.1f} {row['floors']['target_us']:6.1f} " + " ".join(cells))
+    means = []
+    for n in names:
+        per_shape = [row["results"].get(n, {}).get("median_us") for row in shapes]
+        means.append(geomean(per_shape) if all(per_shape) else None)
+    floor_g = geomean([row["floors"]["mxfp4_floor_us"] for row in shapes])
+    target_g = geomean([row["floors"]["target_us"] for row in shapes])
+    print(f"{'geomean':>10} {floor_g:6.1f} {target_g:6.1f} " + " ".join(
+        f"{m:14.1f}" if m else f"{'-':>14}" for m in means))
+    print(f"copy bandwidth {results['copy_bandwidth_tb_s']:.2f} TB/s; all times are medians in us")
+    for note in results.get("notes", []):
+        print("note:", note)
+
+
+def measure_all(contenders: dict, rows: list, reps: int, out: Path, results: dict, leaderboard_calls: int,
+                device: str) -> None:
+    """Check and time every contender on every shape; 200 also gets the fresh-input checks."""
+    for row in rows:
+        spec = row["spec"]
+        data = reference.generate_input(spec["batchsize"], spec["qseqlen"], spec["kvseqlen"], spec["seed"], device=device)
+        for name, (setup, call) in contenders.items():
+            started = time.time()
+            try:
+                row["results"][name] = time_contender(setup, call, data, reps, device)
+            except Exception as error:
+                row["results"][name] = {"ok": False, "message": f"{type(error).__name__}: {error}"[:400]}
+                traceback.print_exc(limit=3)
+            r = row["results"][name]
+            print(f"{spec['batchsize']}x{spec['kvseqlen']} {name}: "
+                  f"{r.get('median_us', float('nan')):.1f} us ok={r['ok']} ({time.time() - started:.1f}s) "
+                  f"{'' if r['ok'] else r['message']}", flush=True)
+            save(results, out)
+        if leaderboard_calls and "200" in contenders:
+            row["leaderboard_200"] = leaderboard_check(contenders["200"][1], spec, leaderboard_calls, device)
+        del data
+        if device != "cpu":
+            torch.cuda.empty_cache()
+        save(results, out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.environ.get("OUT", "results/bench"))
+    parser.add_argument("--reps", type=int, default=40)
+    parser.add_argument("--variant", action="append", default=[],
+                        help="200 variant 'name=key:value,...' (kv_format, splits, block_n, num_warps)")
+    parser.add_argument("--seeds", default="001,119", help="other submissions to time (numbers)")
+    parser.add_argument("--peer", choices=["flashinfer", "none"], default="flashinfer")
+    parser.add_argument("--flashinfer-backend", default="fa3")
+    parser.add_argument("--flashinfer-cache", default=None, help="a flashinfer_ops.tar.gz from an earlier call")
+    parser.add_argument("--leaderboard-calls", type=int, default=3)
+    parser.add_argument("--shapes", default="official", help="'official' or 'small' or a cases file")
+    parser.add_argument("--device", default="cuda", help="'cuda' (NVIDIA or ROCm), or 'cpu' for a smoke run "
+                        "(small shapes, TRITON_INTERPRET=1, no peer)")
+    args = parser.parse_args()
+    device = args.device
+    if device != "cpu" and not torch.cuda.is_available():
+        print("error: no CUDA or ROCm device here; use --device cpu --shapes small for a smoke run", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = {"device": torch.cuda.get_device_name() if device != "cpu" else "cpu", "torch": torch.__version__,
+               "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "notes": [], "shapes": []}
+    import triton
+    results["triton"] = triton.__version__
+    bandwidth = measure_copy_bandwidth(device)
+    results["copy_bandwidth_tb_s"] = bandwidth / 1e12
+    print(f"copy bandwidth: {bandwidth / 1e12:.2f} TB/s", flush=True)
+
+    contenders = our_contenders(args.variant)
+    contenders.update(seed_contenders([s for s in args.seeds.split(",") if s]))
+    results["contenders"] = list(contenders)
+    specs = cases.load(args.shapes, "benchmark")
+    rows = [{"spec": spec, "floors": floors(spec, bandwidth), "results": {}} for spec in specs]
+    results["shapes"] = rows
+    measure_all(contenders, rows, args.reps, out, results, args.leaderboard_calls, device)
+
+    # The peer last: its JIT build may take minutes, and everything above is saved by then.
+    if args.peer == "flashinfer" and device != "cpu":
+        base = Path(os.environ.setdefault("FLASHINFER_WORKSPACE_BASE", "/tmp/flashinfer_ws"))
+        if args.flashinfer_cache and Path(args.flashinfer_cache).is_file():
+            with tarfile.open(args.flashinfer_cache) as tar:
+                tar.extractall(base)
+        try:
+            peers = flashinfer_contenders(args.flashinfer_backend)
+        except Exception as error:
+            peers = {}
+            results["notes"].append(f"flashinfer unavailable: {type(error).__name__}: {error}"[:400])
+        results["contenders"] += list(peers)
+        for index, row in enumerate(rows):
+            measure_all(peers, [row], args.reps, out, results, 0, device)
+            if index == 0:  # its JIT build is done by now: keep it even if a time limit stops the rest
+                try:
+                    save_flashinfer_cache(base, out)
+                except OSError as error:
+                    results["notes"].append(f"could not save the flashinfer cache: {error}")
+    failures = [f"{row['spec']['batchsize']}x{row['spec']['kvseqlen']}: {f}"
+                for row in results["shapes"] for f in row.get("leaderboard_200", {}).get("failures", [])]
+    results["notes"].append(f"leaderboard-style fresh-input checks of 200: "
+                            f"{'all passed' if not failures else '; '.join(failures)}")
+    save(results, out)
+    print_table(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
