@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import ledger, timing
+from harness import ledger, lint, timing
 from harness.cases import spec_line
 from harness.platform import Platform, can_run
 from harness.submission import Submission
@@ -123,6 +123,130 @@ def make_cases(specs: list, secret: int | None) -> list:
 # 2. Child side: runs inside the worker process, next to the submission
 # ---------------------------------------------------------------------------------------------
 
+class Verdict(Exception):
+    """A failure the harness words itself: the worker reports str(exc) as is, without a type name."""
+
+
+class SubmissionImportError(Verdict):
+    """The submission could not be imported; every later case would fail the same way."""
+
+
+class TamperError(Verdict):
+    """The submission replaced something the evaluation relies on."""
+
+
+# What the evaluation relies on; the worker takes these before importing the submission and uses them.
+GUARDED = ("torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
+           "torch.cuda.Event.synchronize", "torch.cuda.synchronize", "time.perf_counter_ns",
+           "reference.generate_input", "reference.ref_kernel", "reference.check_implementation",
+           "torch.Tensor.clone", "torch.isclose", "harness.timing.flush_last_level_cache")
+_trusted: dict = {}
+
+# A bfloat16 NaN with a payload no arithmetic produces: memory holding it was never written by the submission.
+POISON_BITS = 0x7FA5
+POISON_COPIES = 4  # several freed blocks of each size, so the allocator's next pick is one of them
+
+
+def _resolve(dotted: str):
+    """The object a dotted name refers to right now, looked up from sys.modules (None if gone)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        found = sys.modules.get(".".join(parts[:cut]))
+        if found is not None:
+            break
+    else:
+        return None
+    for part in parts[cut:]:
+        found = getattr(found, part, None)
+    return found
+
+
+def trust_current_environment() -> None:
+    """Remember the originals of everything in GUARDED; the worker calls this before importing the submission."""
+    import time as _time  # noqa: F401  (so that every GUARDED module is loaded)
+
+    import torch  # noqa: F401
+
+    import reference  # noqa: F401
+
+    _trusted.clear()
+    _trusted.update({name: _resolve(name) for name in GUARDED})
+
+
+def _trusted_object(name: str):
+    if not _trusted:
+        trust_current_environment()
+    return _trusted[name]
+
+
+def verify_untampered() -> None:
+    """Raise TamperError naming the first guarded object the submission replaced."""
+    for name, original in _trusted.items():
+        if _resolve(name) is not original:
+            raise TamperError(f"tampered with {name}")
+
+
+def poison_output_memory(q, device: str) -> None:
+    """Fill freed output-sized memory with POISON_BITS, so torch.empty cannot return a stale right answer.
+
+    Without this, benchmark mode's checked call could get the block that held the warm-up's reference
+    output for the very same seed. Only before untimed calls: emptying the GPU cache slows the next call.
+    """
+    import torch
+
+    elements = q.shape[0] * q.shape[1] * 512  # a (total_q, heads, 512) output, in bfloat16 (2 bytes)
+    if device != "cpu":
+        torch.cuda.empty_cache()  # the poisoned blocks become the only free blocks of these sizes
+    blocks = [torch.empty(elements * words, dtype=torch.int16, device=q.device)
+              for words in (1, 2) for _ in range(POISON_COPIES)]  # bfloat16 and float32 outputs
+    for block in blocks:
+        block.fill_(POISON_BITS)
+    del blocks
+
+
+def poisoned_share(output) -> float:
+    """The share of the output that still holds the poison pattern (0 when it cannot be read)."""
+    import torch
+
+    try:
+        if output.element_size() not in (2, 4) or output.device.type == "meta":
+            return 0.0
+        bits = output.detach().contiguous().view(torch.int16)
+        return float((bits == POISON_BITS).float().mean()) if bits.numel() else 0.0
+    except (RuntimeError, TypeError, AttributeError):
+        return 0.0
+
+
+def _checked(data, output) -> tuple:
+    """The reference's verdict, plus a plain explanation when the output is memory nobody wrote."""
+    good, message = _trusted_object("reference.check_implementation")(data, output)
+    if not good:
+        share = poisoned_share(output)
+        if share > 0.5:
+            message = (f"returned uninitialised memory: {share:.0%} of the output still holds the harness's "
+                       f"poison pattern (torch.empty that no kernel wrote?)\n{message}")
+    return bool(good), message
+
+
+def _timed_call(fn, device: str, flush: str):
+    """timing.time_call, but with the clocks and events taken before the submission was imported."""
+    if device == "cpu":
+        clock = _trusted_object("time.perf_counter_ns")
+        start = clock()
+        result = fn()
+        return result, clock() - start
+    synchronize = _trusted_object("torch.cuda.synchronize")
+    event = _trusted_object("torch.cuda.Event")
+    record, elapsed = _trusted_object("torch.cuda.Event.record"), _trusted_object("torch.cuda.Event.elapsed_time")
+    synchronize()
+    _trusted_object("harness.timing.flush_last_level_cache")(flush)
+    start_event, end_event = event(enable_timing=True), event(enable_timing=True)
+    record(start_event)
+    result = fn()
+    record(end_event)
+    synchronize()
+    return result, elapsed(start_event, end_event) * 1e6
+
 def clone_data(data):
     """A deep copy of every tensor in nested tuples, lists and dicts (eval.py's _clone_data)."""
     import torch
@@ -139,9 +263,30 @@ def clone_data(data):
 
 
 def _custom_kernel():
-    from submission import custom_kernel  # the worker maps module `submission` to the submission file
-
+    """The submission's entry point, imported on first use (as eval.py does) and checked for tampering."""
+    _trusted_object("time.perf_counter_ns")  # take the originals before the submission can touch them
+    already_imported = "submission" in sys.modules
+    try:
+        import submission  # the worker maps module `submission` to the submission file
+    except Exception as exc:
+        raise SubmissionImportError(_import_failure(exc)) from exc
+    if not already_imported:
+        try:
+            verify_untampered()
+        except TamperError as exc:
+            raise SubmissionImportError(f"{exc} (at import)") from None
+    custom_kernel = getattr(submission, "custom_kernel", None)
+    if not callable(custom_kernel):
+        raise SubmissionImportError("the submission defines no custom_kernel(data)")
     return custom_kernel
+
+
+def _import_failure(exc: Exception) -> str:
+    """'SyntaxError: '(' was never closed (submission line 9)' or the exception's first line."""
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} (submission line {exc.lineno})"
+    return f"{type(exc).__name__}: {first_line} (while importing the submission)"
 
 
 def _submission_notes() -> dict:
@@ -153,29 +298,31 @@ def _submission_notes() -> dict:
 
 
 def _run_single_test(args: dict, device: str) -> dict:
-    from reference import check_implementation, generate_input
-
     custom_kernel = _custom_kernel()
-    data = generate_input(**args)
+    data = _trusted_object("reference.generate_input")(**args)
     timing.synchronize(device)
-    output = custom_kernel(clone_data(data))
+    cloned = clone_data(data)
+    poison_output_memory(cloned[0], device)
+    output = custom_kernel(cloned)
     timing.synchronize(device)
-    good, message = check_implementation(data, output)
-    return {"good": bool(good), "message": message, "notes": _submission_notes()}
+    verify_untampered()
+    good, message = _checked(data, output)
+    return {"good": good, "message": message, "notes": _submission_notes()}
 
 
 def _run_single_benchmark(args: dict, recheck: bool, max_repeats: int, max_time_ns: float,
                           flush: str, device: str) -> dict:
-    from reference import check_implementation, generate_input
-
     custom_kernel = _custom_kernel()
+    generate_input = _trusted_object("reference.generate_input")
     args = dict(args)
     durations = []
     data = generate_input(**args)
     check_copy = clone_data(data)
     # First, one obligatory correctness check (on the very input the timed calls reuse unless recheck).
+    poison_output_memory(data[0], device)
     output = custom_kernel(data)
-    good, message = check_implementation(check_copy, output)
+    verify_untampered()
+    good, message = _checked(check_copy, output)
     if not good:
         return {"good": False, "message": message, "stats": None, "notes": _submission_notes()}
 
@@ -185,9 +332,10 @@ def _run_single_benchmark(args: dict, recheck: bool, max_repeats: int, max_time_
             args["seed"] += SEED_STEP  # fresh input for every call: cached results fail here
             data = generate_input(**args)
             check_copy = clone_data(data)
-        output, duration = timing.time_call(lambda: custom_kernel(data), device, flush)
+        output, duration = _timed_call(lambda: custom_kernel(data), device, flush)
+        verify_untampered()
         if recheck:
-            good, message = check_implementation(check_copy, output)
+            good, message = _checked(check_copy, output)
             if not good:
                 message = f"timed call {call + 1} (seed {args['seed']}): {message}"
                 return {"good": False, "message": message, "stats": None, "notes": _submission_notes()}
@@ -203,16 +351,15 @@ def _run_single_benchmark(args: dict, recheck: bool, max_repeats: int, max_time_
 def _run_single_profile(args: dict, device: str) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
-    from reference import generate_input
-
     custom_kernel = _custom_kernel()
-    data = generate_input(**args)
+    data = _trusted_object("reference.generate_input")(**args)
     timing.synchronize(device)
     on_gpu = device != "cpu"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
     with profile(activities=activities) as prof:
         custom_kernel(data)
         timing.synchronize(device)
+    verify_untampered()
     sort_by = "self_cuda_time_total" if on_gpu else "self_cpu_time_total"
     return {"report": prof.key_averages().table(sort_by=sort_by, row_limit=20), "notes": _submission_notes()}
 
@@ -331,14 +478,39 @@ def now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def _is_warning(line: str) -> bool:
+    return line.lstrip().lower().startswith("warning")
+
+
 def summarize(results: list) -> tuple:
     """(status, reason) of a whole run from its cases: a wrong answer is "fail", a crash or timeout "error"."""
     for wanted, status in (("fail", "fail"), ("error", "error"), ("timeout", "error")):
         for index, result in enumerate(results):
             if result.status == wanted:
-                first_line = (result.message.splitlines() or [""])[0]
+                lines = result.message.splitlines() or [""]
+                # The verdict itself, not the NaN warning the check puts first (that goes to the warnings).
+                first_line = next((line for line in lines if line.strip() and not _is_warning(line)), lines[0])
                 return status, f"case {index + 1} ({spec_line(result.spec)}): {first_line}"
     return "pass", ""
+
+
+def case_warnings(results: list) -> list:
+    """Every warning line of every case's message (NaN/inf, dtype, the 5% rule), once each."""
+    found = []
+    for index, result in enumerate(results):
+        for line in result.message.splitlines():
+            if _is_warning(line):
+                found.append(f"case {index + 1}: {line.strip()}")
+    return list(dict.fromkeys(found))
+
+
+def server_rejections(submission: Submission) -> list:
+    """Lint's blocking findings: what the official server or its KernelGuard would refuse this file for."""
+    try:
+        findings = lint.lint_file(submission.path)
+    except OSError:
+        return []
+    return [f"the server would reject it: line {f.line}: {f.rule} {f.message}" for f in findings if f.blocking]
 
 
 def log_file_for(submission: Submission, mode: str, log_dir: Path = LOG_DIR) -> Path:
@@ -356,12 +528,14 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         raise ValueError("no cases to run")
     started = now_iso()
     flush = flush if platform.is_gpu else "none"
+    rejections = server_rejections(submission)  # attached to every run, so the table and the ledger show them
     runnable, note = can_run(submission, platform)
     if not runnable:
         results = [CaseResult(spec=dict(spec), status="skip", message=note) for spec in specs]
-        return RunResult(submission, mode, cases_name, flush, platform, "skip", note, results, [], started, now_iso())
+        return RunResult(submission, mode, cases_name, flush, platform, "skip", note, results, rejections,
+                         started, now_iso())
 
-    warnings = [note] if note else []
+    warnings = ([note] if note else []) + rejections
     if secret is not None:
         warnings.append("case seeds combined with POPCORN_SEED (reports show the public seeds)")
     cases = make_cases(specs, secret)
@@ -376,9 +550,10 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
             results = run_leaderboard(worker, cases, timeout_s, flush, budgets, progress, warnings)
         else:
             results = run_profile(worker, cases, timeout_s, progress)
-    warnings.extend(f"case {i + 1}: {r.message.splitlines()[0]}" for i, r in enumerate(results)
-                    if r.status == "pass" and r.message.startswith("WARNING"))
+    warnings.extend(case_warnings(results))
     status, reason = summarize(results)
+    if status == "pass" and rejections:
+        reason = f"passes here, but the server would reject it: {rejections[0].split(': ', 1)[1]}"
     return RunResult(submission, mode, cases_name, flush, platform, status, reason, results, warnings,
                      started, now_iso(), log_path)
 

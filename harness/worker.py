@@ -14,10 +14,12 @@ A child announces itself with {"ready": true} once torch and reference.py are im
 """
 import argparse
 import ctypes
+import errno
 import importlib.abc
 import importlib.util
 import json
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -32,9 +34,16 @@ LOG_DIR = REPO_ROOT / "results" / "logs"
 MAX_MESSAGE_CHARS = 4000  # a reply's message is capped so a giant mismatch report cannot flood the parent
 LOG_TAIL_LINES = 20
 LOG_TAIL_CHARS = 2000
+LOG_LINE_CHARS = 240  # one flooded line must not fill the tail
 EXIT_GRACE_S = 10.0  # how long a child may take to exit after its requests pipe closes
 # Starting a child (interpreter, torch, reference) is not charged to the first case; it gets its own limit.
 STARTUP_LIMIT_S = 300.0
+
+# Limits on the child (environment variables override them; sizes like 512M, 8G or plain bytes).
+MEMORY_LIMIT_ENV = "HARNESS_WORKER_MEMORY_LIMIT"  # address space of a CPU worker (GPU drivers map huge ranges)
+OUTPUT_LIMIT_ENV = "HARNESS_WORKER_OUTPUT_LIMIT"  # largest file the child may write, its log included
+DEFAULT_MEMORY_LIMIT = 16 << 30  # or half the machine's memory, whichever is smaller
+DEFAULT_OUTPUT_LIMIT = 64 << 20
 
 
 def child_environment(device: str, triton_interpreter: bool, base: dict | None = None) -> dict:
@@ -64,6 +73,39 @@ def exit_reason(returncode: int) -> str:
     return f"exited with code {returncode}"
 
 
+def parse_size(text: str) -> int:
+    """'512M', '8G', '1.5GiB' or a plain number of bytes; ValueError otherwise."""
+    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(text[-1:], 1)
+    number = float(text[:-1] if scale > 1 else text)
+    if number <= 0:
+        raise ValueError(f"not a positive size: {text!r}")
+    return int(number * scale)
+
+
+def format_size(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} bytes"
+
+
+def memory_limit(environ=os.environ) -> int:
+    """The CPU worker's address-space limit: $HARNESS_WORKER_MEMORY_LIMIT, else min(16 GiB, half the RAM)."""
+    if environ.get(MEMORY_LIMIT_ENV):
+        return parse_size(environ[MEMORY_LIMIT_ENV])
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return DEFAULT_MEMORY_LIMIT
+    return min(DEFAULT_MEMORY_LIMIT, physical // 2)
+
+
+def output_limit(environ=os.environ) -> int:
+    """The largest file the worker may write (its log): $HARNESS_WORKER_OUTPUT_LIMIT, else 64 MiB."""
+    return parse_size(environ[OUTPUT_LIMIT_ENV]) if environ.get(OUTPUT_LIMIT_ENV) else DEFAULT_OUTPUT_LIMIT
+
+
 def cap(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     text = str(text)
     return text if len(text) <= limit else text[: limit - 40] + f" ... [{len(text) - limit + 40} chars cut]"
@@ -81,6 +123,7 @@ class Worker:
         self._requests = None  # parent's write end
         self._replies = None  # parent's read end
         self._buffer = b""
+        self._import_failure = None  # the reply of a failed import: every later call would fail the same way
 
     def __enter__(self):
         return self
@@ -153,6 +196,8 @@ class Worker:
 
     def call(self, op: str, timeout_s: float, **args) -> dict:
         """Run one operation in the child; always returns a reply dict, never raises for the child's faults."""
+        if self._import_failure is not None:
+            return dict(self._import_failure)
         if self._process is None:
             self._start()
             problem = self._wait_until_ready()
@@ -178,7 +223,10 @@ class Worker:
         if not reply.get("ok"):
             # A Python exception may leave the device in a bad state (illegal address...): start afresh.
             self.close()
-            return self._failed(reply.get("status", "error"), reply.get("message", "unknown error"), log_offset)
+            failed = self._failed(reply.get("status", "error"), reply.get("message", "unknown error"), log_offset)
+            if reply.get("import_failed"):
+                self._import_failure = failed
+            return failed
         return reply
 
     def _read_line(self, deadline: float) -> bytes | None:
@@ -227,7 +275,8 @@ class Worker:
                 text = log.read().decode("utf-8", "replace")
         except OSError:
             return ""
-        lines = text.splitlines()[-LOG_TAIL_LINES:]
+        lines = [line if len(line) <= LOG_LINE_CHARS else line[:LOG_LINE_CHARS] + " [...]"
+                 for line in text.splitlines()[-LOG_TAIL_LINES:]]
         return "\n".join(lines)[-LOG_TAIL_CHARS:]
 
 
@@ -249,12 +298,58 @@ class _SubmissionFinder(importlib.abc.MetaPathFinder):
 
 def _one_line_error(exc: BaseException, submission_path: str) -> str:
     """'ValueError: bad shape (submission line 12)': the exception and the deepest frame in the submission."""
+    from harness.protocol import Verdict
+
+    if isinstance(exc, Verdict):
+        return str(exc)
     where = ""
     for frame in traceback.extract_tb(exc.__traceback__):
         if os.path.abspath(frame.filename) == submission_path:
             where = f" (submission line {frame.lineno})"
     first_line = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        return (f"output cap: the submission wrote more than {format_size(output_limit())} to stdout/stderr "
+                f"(the worker's log is capped){where}")
+    if _is_out_of_memory(exc):
+        limit = f"; a CPU worker may map {format_size(memory_limit())}" if os.environ.get("MLA_DEVICE") == "cpu" else ""
+        return f"out of memory: {type(exc).__name__}: {first_line}{where}{limit}"
     return f"{type(exc).__name__}: {first_line}{where}".rstrip()
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def _print_submission_traceback(exc: BaseException) -> None:
+    """The traceback into the worker's log, without the harness's own frames (users debug their code, not ours)."""
+    from harness.protocol import Verdict
+
+    harness_dir = str(REPO_ROOT / "harness") + os.sep
+    shown = exc.__cause__ if exc.__cause__ is not None and exc.__suppress_context__ else exc
+    if isinstance(shown, Verdict):
+        text = f"{shown}\n"  # the harness's own words; there is no traceback to show
+    else:
+        frames = [f for f in traceback.extract_tb(shown.__traceback__) if not f.filename.startswith(harness_dir)]
+        text = "".join(["Traceback (harness frames left out):\n", *traceback.format_list(frames),
+                        *traceback.format_exception_only(type(shown), shown)])
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except OSError:
+        pass  # past the output cap: the reply still says what happened
+
+
+def _apply_limits() -> None:
+    """Cap what the child may write (its log included) and, on the CPU, how much memory it may map."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the cap a write fails with EFBIG instead of killing us
+    cap_bytes = output_limit()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (cap_bytes, cap_bytes))
+    if os.environ.get("MLA_DEVICE") == "cpu":
+        limit = memory_limit()
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -276,6 +371,7 @@ def child_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parent", type=int, required=True)
     options = parser.parse_args(argv)
     _die_with_parent(options.parent)
+    _apply_limits()
     # Nothing the submission starts may inherit the pipes (it could forge replies).
     os.set_inheritable(options.request_fd, False)
     os.set_inheritable(options.reply_fd, False)
@@ -286,6 +382,7 @@ def child_main(argv: list[str] | None = None) -> int:
     import reference  # noqa: F401  (imported before "ready" so its cost is not charged to the first case)
     from harness import protocol
 
+    protocol.trust_current_environment()  # the originals, taken before the submission is imported
     requests = os.fdopen(options.request_fd, "r")
     replies = os.fdopen(options.reply_fd, "w")
     replies.write(json.dumps({"ready": True}) + "\n")
@@ -296,8 +393,9 @@ def child_main(argv: list[str] | None = None) -> int:
             operation = protocol.CHILD_OPERATIONS[request["op"]]
             reply = {"ok": True, "result": operation(**request["args"])}
         except Exception as exc:  # the submission's fault: report it, keep the harness alive
-            traceback.print_exc()
-            reply = {"ok": False, "status": "error", "message": _one_line_error(exc, submission_path)}
+            _print_submission_traceback(exc)
+            reply = {"ok": False, "status": "error", "message": _one_line_error(exc, submission_path),
+                     "import_failed": isinstance(exc, protocol.SubmissionImportError)}
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
     return 0
