@@ -262,17 +262,28 @@ def _reports_errors_in_one_line(command):
 
 
 def _short_spec(spec: dict) -> str:
-    """'bs=4 q=1 kv=1024 seed=4217' for table rows."""
-    names = {"batchsize": "bs", "qseqlen": "q", "kvseqlen": "kv"}
-    return " ".join(f"{names.get(k, k)}={v}" for k, v in spec.items())
+    """'4×1024 s4217' (batch × kv length, seed; q length only when it is not 1) for table rows."""
+    text = f"{spec['batchsize']}×{spec['kvseqlen']}"
+    if spec.get("qseqlen", 1) != 1:
+        text += f" q{spec['qseqlen']}"
+    text += f" s{spec['seed']}"
+    extras = [f"{k}={v}" for k, v in spec.items() if k not in ("batchsize", "kvseqlen", "qseqlen", "seed")]
+    return " ".join([text] + extras)
 
 
 def _us(ns: float) -> str:
     return f"{ns / 1000:.1f}" if ns >= 100_000 else f"{ns / 1000:.2f}"
 
 
+def _case_note(result) -> str:
+    """The first line of a case's message, then the submission's own notes (which path it took...)."""
+    parts = [(result.message.splitlines() or [""])[0]] + [f"{k}={v}" for k, v in result.notes.items()]
+    return " ".join(part for part in parts if part)
+
+
 def _run_table(run):
-    """One table per submission: per case status and timings in µs (or the reason it did not pass)."""
+    """One table per submission: per case status and timings in µs; test mode adds each case's note."""
+    from rich.markup import escape
     from rich.table import Table
 
     from harness import protocol
@@ -284,22 +295,21 @@ def _run_table(run):
         title += f" · flush {run.flush}"
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")
-    table.add_column("case", no_wrap=True)
-    table.add_column("status")
+    table.add_column("case (bs×kv seed)", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     if timed:
         for name in ("mean ± err µs", "best µs", "worst µs", "runs"):
             table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("note", overflow="fold")
+    else:
+        table.add_column("note", overflow="fold")
     for index, result in enumerate(run.results, start=1):
         row = [str(index), _short_spec(result.spec), f"[{colour.get(result.status, 'white')}]{result.status}[/]"]
         if timed:
             stats = result.stats
             row += ([f"{_us(stats.mean)} ± {_us(stats.err)}", _us(stats.best), _us(stats.worst), str(stats.runs)]
                     if stats else ["", "", "", ""])
-        note = (result.message.splitlines() or [""])[0]
-        if result.notes:
-            note = " ".join([note] + [f"{k}={v}" for k, v in result.notes.items()]).strip()
-        row.append(note)
+        else:
+            row.append(escape(_case_note(result)))
         table.add_row(*row)
     geomean = protocol.geomean_ns(run)
     if geomean is not None:
@@ -315,6 +325,10 @@ def _print_run(console, run) -> None:
         console.print(f"[yellow]skip[/] {escape(run.submission.label)}: {escape(run.reason)}")
         return
     console.print(_run_table(run))
+    if run.mode in ("benchmark", "leaderboard"):  # timed tables have no room for notes: one line per case below
+        for index, result in enumerate(run.results, start=1):
+            if _case_note(result):
+                console.print(f"  {index}. {escape(_case_note(result))}", highlight=False)
     for result in run.results:
         if result.report:
             console.print(f"[bold]profile: {escape(_short_spec(result.spec))}[/]")
