@@ -95,14 +95,17 @@ def run_official(submission: Path, specs: list, out_dir: Path | None) -> list:
         read_end, write_end = os.pipe()
         env = {k: v for k, v in os.environ.items() if k not in ("POPCORN_SEED", "PYTHONPATH")}
         env["POPCORN_FD"] = str(write_end)
-        process = subprocess.Popen([sys.executable, "eval.py", "benchmark", "cases.txt"], cwd=work, env=env,
-                                   pass_fds=(write_end,), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # Console output goes to a file: a pipe could fill up while we read the report pipe to its end.
+        with open(work / "console.txt", "wb") as console_file:
+            process = subprocess.Popen([sys.executable, "eval.py", "benchmark", "cases.txt"], cwd=work, env=env,
+                                       pass_fds=(write_end,), stdout=console_file, stderr=subprocess.STDOUT)
         os.close(write_end)
         with os.fdopen(read_end) as reports:
             text = reports.read()
-        console, _ = process.communicate(timeout=RUN_LIMIT_S)
+        process.wait(timeout=RUN_LIMIT_S)
+        console = (work / "console.txt").read_text(errors="replace")
     save(out_dir, "official-popcorn.txt", text)
-    save(out_dir, "official-console.txt", console.decode("utf-8", "replace"))
+    save(out_dir, "official-console.txt", console)
     if process.returncode not in (0, 112):
         print(f"official eval.py exited with {process.returncode}; see official-console.txt", file=sys.stderr)
     return official_results(parse_popcorn_log(text))
