@@ -21,7 +21,7 @@ from harness import ledger, lint, timing
 from harness.cases import spec_line
 from harness.platform import Platform, can_run
 from harness.submission import Submission
-from harness.worker import LOG_DIR, Worker
+from harness.worker import LOG_DIR, Worker, invalid_limits
 
 MODES = ("test", "benchmark", "leaderboard", "profile")
 SEED_STEP = 13  # leaderboard mode: every timed call gets fresh input from seed += 13
@@ -535,7 +535,7 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         return RunResult(submission, mode, cases_name, flush, platform, "skip", note, results, rejections,
                          started, now_iso())
 
-    warnings = ([note] if note else []) + rejections
+    warnings = ([note] if note else []) + rejections + invalid_limits()
     if secret is not None:
         warnings.append("case seeds combined with POPCORN_SEED (reports show the public seeds)")
     cases = make_cases(specs, secret)

@@ -78,7 +78,7 @@ def parse_size(text: str) -> int:
     text = text.strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(text[-1:], 1)
     number = float(text[:-1] if scale > 1 else text)
-    if number <= 0:
+    if not 0 < number < float("inf"):  # also refuses nan
         raise ValueError(f"not a positive size: {text!r}")
     return int(number * scale)
 
@@ -90,20 +90,38 @@ def format_size(size: int) -> str:
     return f"{size} bytes"
 
 
+def _size_setting(environ, name: str, default: int) -> int:
+    """A size from the environment; the default when it is unset or not a size (invalid_limits says so)."""
+    try:
+        return parse_size(environ[name]) if environ.get(name) else default
+    except ValueError:
+        return default
+
+
 def memory_limit(environ=os.environ) -> int:
     """The CPU worker's address-space limit: $HARNESS_WORKER_MEMORY_LIMIT, else min(16 GiB, half the RAM)."""
-    if environ.get(MEMORY_LIMIT_ENV):
-        return parse_size(environ[MEMORY_LIMIT_ENV])
     try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        default = min(DEFAULT_MEMORY_LIMIT, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
     except (ValueError, OSError):
-        return DEFAULT_MEMORY_LIMIT
-    return min(DEFAULT_MEMORY_LIMIT, physical // 2)
+        default = DEFAULT_MEMORY_LIMIT
+    return _size_setting(environ, MEMORY_LIMIT_ENV, default)
 
 
 def output_limit(environ=os.environ) -> int:
     """The largest file the worker may write (its log): $HARNESS_WORKER_OUTPUT_LIMIT, else 64 MiB."""
-    return parse_size(environ[OUTPUT_LIMIT_ENV]) if environ.get(OUTPUT_LIMIT_ENV) else DEFAULT_OUTPUT_LIMIT
+    return _size_setting(environ, OUTPUT_LIMIT_ENV, DEFAULT_OUTPUT_LIMIT)
+
+
+def invalid_limits(environ=os.environ) -> list:
+    """One line per limit setting that is not a size (the worker then uses the default)."""
+    found = []
+    for name in (MEMORY_LIMIT_ENV, OUTPUT_LIMIT_ENV):
+        if environ.get(name):
+            try:
+                parse_size(environ[name])
+            except ValueError:
+                found.append(f"{name}={environ[name]!r} is not a size like 8G or 512M; using the default")
+    return found
 
 
 def cap(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
