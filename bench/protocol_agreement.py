@@ -10,7 +10,9 @@ For one submission it runs, one after the other, on the same GPU:
 then prints per-shape means and the geometric-mean ratios, and writes protocol_agreement.json (plus the
 logs of every run) to $OUT when it is set. Usage:
 
-    python bench/protocol_agreement.py 119 [--runs official,harness-official,harness-fast]
+    python bench/protocol_agreement.py 119 [--runs official,harness-official,harness-fast] [--cases official]
+
+(`--runs harness-fast --cases small` exercises the script on a CPU.)
 """
 import argparse
 import json
@@ -111,12 +113,12 @@ def run_official(submission: Path, specs: list, out_dir: Path | None) -> list:
     return official_results(parse_popcorn_log(text))
 
 
-def run_harness(number: str, flush: str, out_dir: Path | None) -> list:
+def run_harness(number: str, flush: str, cases_arg: str, out_dir: Path | None) -> list:
     ledger_file = (out_dir or Path(tempfile.gettempdir())) / "protocol_agreement_ledger.jsonl"
     env = {**os.environ, "HARNESS_LEDGER": str(ledger_file)}
     env.pop("POPCORN_SEED", None)
     done = subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run", number,
-                           "--mode", "benchmark", "--cases", "official", "--flush", flush, "--json"],
+                           "--mode", "benchmark", "--cases", cases_arg, "--flush", flush, "--json"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=RUN_LIMIT_S)
     save(out_dir, f"harness-{flush}.json", done.stdout)
     save(out_dir, f"harness-{flush}.stderr.txt", done.stderr)
@@ -148,6 +150,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submission", help="submission number, e.g. 119")
     parser.add_argument("--runs", default=",".join(RUN_NAMES), help="comma-separated subset of " + ", ".join(RUN_NAMES))
+    parser.add_argument("--cases", default="official", help="official (default), small or a cases file")
     options = parser.parse_args()
     wanted = [name.strip() for name in options.runs.split(",") if name.strip()]
     unknown = sorted(set(wanted) - set(RUN_NAMES))
@@ -155,7 +158,7 @@ def main() -> int:
         parser.error(f"unknown run(s): {', '.join(unknown)}")
     submission = subs.resolve(options.submission)
     out_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
-    specs = case_lists.official("benchmark")
+    specs = case_lists.load(options.cases, "benchmark")
 
     results = {}
     for name in wanted:
@@ -163,7 +166,7 @@ def main() -> int:
         if name == "official":
             results[name] = run_official(submission.path, specs, out_dir)
         else:
-            results[name] = run_harness(options.submission, name.split("-", 1)[1], out_dir)
+            results[name] = run_harness(options.submission, name.split("-", 1)[1], options.cases, out_dir)
     series = {name: [shape["mean"] for shape in shapes] for name, shapes in results.items()}
     baseline = "official" if "official" in series else wanted[0]
     rows, ratios = compare(series, baseline)
