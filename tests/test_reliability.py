@@ -51,6 +51,7 @@ EXPECTED = {
     "floods_output.py": Expected("error", "output cap"),
     "patches_timer.py": Expected("error", "tampered with time.perf_counter_ns"),
     "patches_reference.py": Expected("error", "tampered with reference.check_implementation"),
+    "patches_clock_in_call.py": Expected("error", "tampered with time.perf_counter_ns"),
     "forbidden_word.py": Expected("pass", "the server would reject it", warning="FORBIDDEN_WORD"),
     "hangs.py": Expected("error", f"exceeded the {SHORT_TIMEOUT_S} s case limit", batch="timeouts"),
     "sleeps.py": Expected("error", f"exceeded the {SHORT_TIMEOUT_S} s case limit", batch="timeouts"),
@@ -147,6 +148,100 @@ def test_a_flood_leaves_a_capped_log_and_a_short_table(batches):
     assert len(run.stdout) < 2_000_000  # the JSON of 20 runs, not megabytes of the flood
     logs = sorted((REPO / "results" / "logs").glob("floods_output-test-*.log"), key=lambda p: p.stat().st_mtime)
     assert logs and logs[-1].stat().st_size <= 9 * 2**20
+
+
+# ---------------------------------------------------------------------------------------------
+# The defences one by one, in this process (fast)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def trusted():
+    from harness import protocol
+
+    protocol.trust_current_environment()
+    yield protocol
+    protocol._trusted.clear()  # the next user takes fresh references
+
+
+def test_tamper_detection_names_what_was_replaced(trusted, monkeypatch):
+    import time
+    import types
+
+    trusted.verify_untampered()
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: 0)
+    with pytest.raises(trusted.TamperError, match="tampered with time.perf_counter_ns"):
+        trusted.verify_untampered()
+    monkeypatch.undo()
+    trusted.verify_untampered()
+    monkeypatch.setitem(sys.modules, "reference", types.ModuleType("reference"))  # a whole module swapped
+    with pytest.raises(trusted.TamperError, match="tampered with reference.generate_input"):
+        trusted.verify_untampered()
+
+
+def test_timed_calls_use_the_references_taken_before_the_import(trusted, monkeypatch):
+    import time
+
+    calls = []
+
+    class FakeEvent:
+        def __init__(self, enable_timing):
+            self.name = f"event{len([c for c in calls if c.startswith('new')])}"
+            calls.append(f"new {self.name}")
+
+    ticks = iter([1_000, 1_750])
+    monkeypatch.setitem(trusted._trusted, "time.perf_counter_ns", lambda: next(ticks))
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: 0)  # what a submission might have done meanwhile
+    assert trusted._timed_call(lambda: "out", "cpu", "none") == ("out", 750)
+    fakes = {"torch.cuda.Event": FakeEvent,
+             "torch.cuda.Event.record": lambda event: calls.append(f"record {event.name}"),
+             "torch.cuda.Event.elapsed_time": lambda start, end: 0.002,  # ms
+             "torch.cuda.synchronize": lambda: calls.append("synchronize"),
+             "harness.timing.flush_last_level_cache": lambda mode: calls.append(f"flush {mode}")}
+    for name, fake in fakes.items():
+        monkeypatch.setitem(trusted._trusted, name, fake)
+    result, duration = trusted._timed_call(lambda: calls.append("kernel") or "out", "cuda", "fast")
+    assert (result, duration) == ("out", pytest.approx(2000.0))
+    assert calls == ["synchronize", "flush fast", "new event0", "new event1", "record event0", "kernel",
+                     "record event1", "synchronize"]
+
+
+def test_poison_pattern_is_recognised():
+    import torch
+
+    from harness import protocol
+
+    poisoned = torch.empty((2, 16, 512), dtype=torch.bfloat16)
+    poisoned.view(torch.int16).fill_(protocol.POISON_BITS)
+    assert protocol.poisoned_share(poisoned) == 1.0
+    wide = torch.empty((2, 16, 512), dtype=torch.float32)  # a float32 output left unwritten
+    wide.view(torch.int16).fill_(protocol.POISON_BITS)
+    assert protocol.poisoned_share(wide) == 1.0
+    # a NaN from arithmetic is not the poison
+    assert protocol.poisoned_share(torch.full((2, 16, 512), float("nan"), dtype=torch.bfloat16)) == 0.0
+    assert protocol.poisoned_share(torch.empty((2, 16, 512), device="meta")) == 0.0
+    assert protocol.poisoned_share("not a tensor") == 0.0
+    protocol.poison_output_memory(torch.zeros((2, 16, 576), dtype=torch.bfloat16), "cpu")  # must not raise
+
+
+def test_worker_limits_and_the_reasons_they_give():
+    import errno
+
+    from harness import worker
+
+    assert worker.parse_size("8G") == 8 << 30 and worker.parse_size("512MiB") == 512 << 20
+    assert worker.parse_size("1000") == 1000
+    for bad in ("", "G", "-1G", "lots", "inf", "nan"):
+        with pytest.raises(ValueError):
+            worker.parse_size(bad)
+    assert worker.memory_limit({worker.MEMORY_LIMIT_ENV: "3G"}) == 3 << 30
+    assert worker.output_limit({}) == worker.DEFAULT_OUTPUT_LIMIT
+    assert worker.output_limit({worker.OUTPUT_LIMIT_ENV: "lots"}) == worker.DEFAULT_OUTPUT_LIMIT
+    assert worker.invalid_limits({worker.OUTPUT_LIMIT_ENV: "lots"}) == [
+        "HARNESS_WORKER_OUTPUT_LIMIT='lots' is not a size like 8G or 512M; using the default"]
+    flood = OSError(errno.EFBIG, "File too large")
+    assert worker._one_line_error(flood, "/x.py").startswith("output cap: the submission wrote more than")
+    oom = RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: you tried")
+    assert worker._one_line_error(oom, "/x.py").startswith("out of memory: RuntimeError: ")
 
 
 # ---------------------------------------------------------------------------------------------
