@@ -478,6 +478,8 @@ class _ReturnedValues:
         self.state -= local - declared_global - mutable_defaults
         self.cached: dict[str, bool] = {}  # name -> still exactly the cached value (not rewritten since)
         self.callees: list[str] = []
+        # custom_kernel's own inputs (data, and names unpacked from it): returning one is a passthrough.
+        self.inputs = {a.arg for a in positional} if function.name == "custom_kernel" else set()
 
     def check(self) -> list[str]:
         for statement in self.function.body:
@@ -502,6 +504,9 @@ class _ReturnedValues:
 
     def _bind(self, target: ast.AST, value: ast.AST):
         from_cache = self._is_cached(value)
+        from_input = self._is_input(value)
+        for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+            (self.inputs.add if from_input else self.inputs.discard)(name)
         for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
             self.cached[name] = from_cache
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
@@ -541,6 +546,16 @@ class _ReturnedValues:
                 return True
         return False
 
+    def _is_input(self, expr: ast.AST) -> bool:
+        """Is this custom_kernel's input itself (or a piece or view of it), not something computed from it?"""
+        if isinstance(expr, ast.Name):
+            return expr.id in self.inputs
+        if isinstance(expr, (ast.Subscript, ast.Attribute)):
+            return self._is_input(expr.value)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _SAME_VALUE_METHODS:
+            return self._is_input(expr.func.value)
+        return False
+
     def _is_state(self, expr: ast.AST) -> bool:
         """A name that outlives the call and has not been handed to a kernel to write since."""
         return isinstance(expr, ast.Name) and expr.id in self.state and self.cached.get(expr.id, True)
@@ -560,5 +575,8 @@ class _ReturnedValues:
                     rule = "LAST_CALL_REPLAY"
                 self.rules.add(rule, node, f"{self.function.name} returns {ast.unparse(branch)}, a value kept from an "
                                "earlier call, as the output; the output must be computed on every call", True)
+            elif self._is_input(branch):
+                self.rules.add("INPUT_PASSTHROUGH_OUTPUT", node, f"custom_kernel returns {ast.unparse(branch)}, its own "
+                               "input, as the output", True)
             elif isinstance(branch, ast.Call):
                 self._rewrites(branch)

@@ -17,7 +17,7 @@ def rules(source, blocking=None):
     return {f.rule for f in found if blocking is None or f.blocking == blocking}
 
 
-def kernel(body="    return data[0]\n"):
+def kernel(body="    q = data[0]\n    return q.new_zeros((q.shape[0], 16, 512))\n"):
     return "def custom_kernel(data):\n" + body
 
 
@@ -125,7 +125,7 @@ def custom_kernel(data):
     key = tuple(q.shape)
     if key in _RESULTS:
         return _RESULTS[key]
-    out = q[..., :512].clone()
+    out = q[..., :512] * 2
     _RESULTS[key] = out
     return out
 """,
@@ -275,3 +275,33 @@ def test_hostile_bytes_never_crash_lint():
     for sample in samples:
         for finding in lint_source(sample, "hostile.py"):
             assert finding.rule and finding.line >= 1 and finding.message
+
+
+def test_input_passthrough_blocks_only_in_custom_kernel():
+    assert rules(kernel("    return data[0]\n"), blocking=True) == {"INPUT_PASSTHROUGH_OUTPUT"}
+    unpacked = kernel("    q, kv_data, qo, kv, config = data\n    out = q.view(q.shape[0], 16, 576)\n    return out\n")
+    assert rules(unpacked, blocking=True) == {"INPUT_PASSTHROUGH_OUTPUT"}
+    computed = kernel("    q = data[0]\n    out = q[..., :512] * 2\n    return out\n")
+    assert rules(computed, blocking=True) == set()
+    helper = "def _finish(out):\n    return out\n" + kernel("    return _finish(data[0] * 2)\n")
+    assert rules(helper, blocking=True) == set()
+
+
+CORPUS_LINT = {  # the blocking rules each corpus file must get; every other file has none
+    "caches_output.py": {"SHAPE_OUTPUT_REPLAY"},
+    "forbidden_word.py": {"FORBIDDEN_WORD"},
+    "no_custom_kernel.py": {"NO_CUSTOM_KERNEL"},
+    "patches_clock_in_call.py": {"TIMER_MONKEYPATCH"},
+    "patches_reference.py": {"HARNESS_RUNTIME_PATCHING"},
+    "patches_timer.py": {"TIMER_MONKEYPATCH"},
+    "returns_input.py": {"INPUT_PASSTHROUGH_OUTPUT"},
+    "syntax_error.py": {"SYNTAX_ERROR"},
+}
+
+
+def test_corpus_lint_verdicts():
+    files = sorted((REPO / "tests" / "bad_submissions").glob("*.py"))
+    assert len(files) > 20
+    for path in files:
+        blocking = {f.rule for f in lint_file(path) if f.blocking}
+        assert blocking == CORPUS_LINT.get(path.name, set()), path.name

@@ -8,4 +8,4 @@ from task import input_t, output_t
 
 def custom_kernel(data: input_t) -> output_t:
     ctypes.memmove(8, b"boom", 4)  # address 8: the null page, never mapped
-    return data[0]
+    raise AssertionError("unreachable")

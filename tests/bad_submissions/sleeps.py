@@ -11,4 +11,4 @@ from task import input_t, output_t
 
 def custom_kernel(data: input_t) -> output_t:
     time.sleep(600)
-    return data[0]
+    raise AssertionError("unreachable")
