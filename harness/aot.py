@@ -109,6 +109,9 @@ def _split_signature(kernel, spec: dict):
     constexprs = dict(spec.get("constexprs", {}))
     signature, attrs = {}, {}
     for index, arg in enumerate(kernel.arg_names):
+        param = kernel.params[index]
+        if arg not in constexprs and arg not in signature_in and param.is_constexpr and param.has_default:
+            constexprs[arg] = param.default  # a constexpr with a default needs no entry
         if arg in constexprs:
             signature[arg] = "constexpr"
             continue

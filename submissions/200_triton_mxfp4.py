@@ -39,6 +39,7 @@ K_QK_DIM = tl.constexpr(QK_DIM)
 K_V_DIM = tl.constexpr(V_DIM)
 K_ROPE_DIM = tl.constexpr(ROPE_DIM)
 K_MX_BLOCK = tl.constexpr(MX_BLOCK)
+K_CHUNK = tl.constexpr(128)  # value dims per accumulator chunk
 
 # The interpreter multiplies bf16 dot operands as raw bits (triton issue 11584): use fp32 there.
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
@@ -58,7 +59,7 @@ def _e2m1_to_float(code, scale):
 @triton.jit
 def _load_mxfp4_tile(data_ptr, scale_ptr, scale_stride, rows, row_ok,
                      FIRST_BLOCK: tl.constexpr, NUM_BLOCKS: tl.constexpr, DOT_DTYPE: tl.constexpr):
-    """Even and odd dims (each (rows, NUM_BLOCKS*16)) of NUM_BLOCKS MXFP4 blocks starting at block FIRST_BLOCK."""
+    """(rows, NUM_BLOCKS * 32) values of NUM_BLOCKS MXFP4 blocks starting at block FIRST_BLOCK, in dim order."""
     blk = tl.arange(0, NUM_BLOCKS)
     byte = tl.arange(0, 16)
     offs = (rows[:, None, None] * (K_QK_DIM // 2) + (blk + FIRST_BLOCK)[None, :, None] * 16
@@ -67,11 +68,32 @@ def _load_mxfp4_tile(data_ptr, scale_ptr, scale_stride, rows, row_ok,
     raw_scale = tl.load(scale_ptr + rows[:, None] * scale_stride + blk[None, :] + FIRST_BLOCK,
                         mask=row_ok[:, None], other=127).to(tl.int32)
     # e8m0 byte b -> 2^(b-127), times 2^14 to undo the fp16 bit trick: fp32 exponent field b + 14.
-    scale = (tl.minimum(raw_scale + 14, 254) << 23).to(tl.float32, bitcast=True)[:, :, None]
-    even = _e2m1_to_float(packed & 15, scale).to(DOT_DTYPE)
-    odd = _e2m1_to_float(packed >> 4, scale).to(DOT_DTYPE)
-    return (tl.reshape(even, (rows.shape[0], NUM_BLOCKS * 16)),
-            tl.reshape(odd, (rows.shape[0], NUM_BLOCKS * 16)))
+    scale = (tl.minimum(raw_scale + 14, 254) << 23).to(tl.float32, bitcast=True)[:, :, None, None]
+    # Low nibble = even dim, high nibble = odd dim: join puts each pair side by side in one thread.
+    codes = tl.join(packed & 15, packed >> 4)
+    values = _e2m1_to_float(codes, scale).to(DOT_DTYPE)
+    return tl.reshape(values, (rows.shape[0], NUM_BLOCKS * 32))
+
+
+@triton.jit
+def _kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, row_ok, CHUNK: tl.constexpr,
+              KV_FORMAT: tl.constexpr, DOT_DTYPE: tl.constexpr):
+    """(rows, 128) dot-ready values of dims [128 CHUNK, 128 CHUNK + 128) of the KV rows."""
+    if KV_FORMAT == "mxfp4":
+        return _load_mxfp4_tile(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, row_ok,
+                                CHUNK * (K_CHUNK // K_MX_BLOCK), K_CHUNK // K_MX_BLOCK, DOT_DTYPE)
+    else:
+        dims = tl.arange(0, K_CHUNK)
+        x = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + CHUNK * K_CHUNK + dims[None, :], mask=row_ok[:, None],
+                    other=0.0)
+        return x.to(DOT_DTYPE)
+
+
+@triton.jit
+def _q_chunk_t(q_row, first_dim, width: tl.constexpr, DOT_DTYPE: tl.constexpr):
+    """(width, 16) = Q[:, first_dim : first_dim + width]^T of one query row."""
+    dims = tl.arange(0, width)
+    return tl.load(q_row + first_dim + dims[:, None]).to(DOT_DTYPE)
 
 
 @triton.jit
@@ -84,10 +106,16 @@ def mla_decode_split_kernel(
     num_splits,
     WRITE_FINAL: tl.constexpr,  # one split: write normalized bf16 output, no partials
     BLOCK_N: tl.constexpr,
-    KV_FORMAT: tl.constexpr,   # "mxfp4" or "fp8"
+    KV_FORMAT: tl.constexpr,   # "mxfp4", "fp8" or "bf16"
     DOT_DTYPE: tl.constexpr,   # tl.bfloat16 on a GPU, tl.float32 when interpreted
+    QK_SCALED: tl.constexpr = False,  # MXFP4 scores by tl.dot_scaled on the packed bytes
 ):
-    """One (split, sequence) pair: online-softmax attention of 16 heads over one slice of the KV."""
+    """One (split, sequence) pair: online-softmax attention of 16 heads over one slice of the KV.
+
+    Tokens are the M dim of both dots (S^T = K Q^T, O^T = V^T P^T): M = BLOCK_N = 64 fills one
+    warpgroup's wgmma on Hopper and the 16 heads are the N dim. The 512 value dims are handled as
+    four 128-dim chunks with their own accumulators, so a decoded chunk is all that lives in registers.
+    """
     split = tl.program_id(0)
     seq = tl.program_id(1)
     H: tl.constexpr = K_HEADS
@@ -99,79 +127,111 @@ def mla_decode_split_kernel(
     hi = tl.minimum(lo + per_split, kv_end)
 
     heads = tl.arange(0, H)
-    q_row = q_ptr + seq * q_stride_t + heads[:, None] * q_stride_h
+    q_row = q_ptr + seq * q_stride_t + heads[None, :] * q_stride_h
     log2e: tl.constexpr = 1.4426950408889634
     qk_scale = sm_scale * log2e
+    if KV_FORMAT == "fp8":
+        # fp8 scores straight from the loaded tile: Q quantized per head to the KV's fp8 type.
+        kv_scale = tl.load(kv_scale_ptr)
+        qt_nope = _q_chunk_t(q_row, 0, K_V_DIM, tl.float32)
+        qt_rope = _q_chunk_t(q_row, K_V_DIM, K_ROPE_DIM, tl.float32)
+        amax = tl.maximum(tl.max(tl.abs(qt_nope), 0), tl.max(tl.abs(qt_rope), 0))
+        q_scale = tl.maximum(amax, 1e-12) / 448.0
+        fp8: tl.constexpr = kv_ptr.dtype.element_ty
+        qt8_nope = (qt_nope / q_scale[None, :]).to(fp8)
+        qt8_rope = (qt_rope / q_scale[None, :]).to(fp8)
+        score_scale = qk_scale * kv_scale * q_scale  # (16,)
+    else:
+        qt0 = _q_chunk_t(q_row, 0 * K_CHUNK, K_CHUNK, DOT_DTYPE)
+        qt1 = _q_chunk_t(q_row, 1 * K_CHUNK, K_CHUNK, DOT_DTYPE)
+        qt2 = _q_chunk_t(q_row, 2 * K_CHUNK, K_CHUNK, DOT_DTYPE)
+        qt3 = _q_chunk_t(q_row, 3 * K_CHUNK, K_CHUNK, DOT_DTYPE)
+        qt_rope = _q_chunk_t(q_row, K_V_DIM, K_ROPE_DIM, DOT_DTYPE)
+        score_scale = tl.full((H,), 1.0, tl.float32) * qk_scale
     m_i = tl.full((H,), float("-inf"), tl.float32)
     l_i = tl.zeros((H,), tl.float32)
+    acc0 = tl.zeros((K_CHUNK, H), tl.float32)  # O^T, value dims [0, 128)
+    acc1 = tl.zeros((K_CHUNK, H), tl.float32)
+    acc2 = tl.zeros((K_CHUNK, H), tl.float32)
+    acc3 = tl.zeros((K_CHUNK, H), tl.float32)
     tok = tl.arange(0, BLOCK_N)
+    for start in range(lo, hi, BLOCK_N):
+        rows = start + tok
+        ok = rows < hi
+        if KV_FORMAT == "fp8":
+            d = tl.arange(0, K_V_DIM)
+            r = tl.arange(0, K_ROPE_DIM)
+            k8 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + d[None, :], mask=ok[:, None], other=0.0)
+            kr8 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + K_V_DIM + r[None, :], mask=ok[:, None], other=0.0)
+            s = tl.dot(k8, qt8_nope)
+            s = tl.dot(kr8, qt8_rope, s)
+        elif KV_FORMAT == "mxfp4" and QK_SCALED:
+            # Scores straight from the packed bytes (Triton upcasts where the GPU has no scaled MMA).
+            pk = tl.arange(0, K_CHUNK // 2)
+            sb = tl.arange(0, K_CHUNK // K_MX_BLOCK)
+            s = tl.zeros((BLOCK_N, H), tl.float32)
+            for c in tl.static_range(4):
+                packed = tl.load(kv_ptr + rows[:, None] * (K_QK_DIM // 2) + c * (K_CHUNK // 2) + pk[None, :],
+                                 mask=ok[:, None], other=0)
+                scales = tl.load(kv_scale_ptr + rows[:, None] * kv_scale_stride + c * (K_CHUNK // K_MX_BLOCK)
+                                 + sb[None, :], mask=ok[:, None], other=127)
+                qt = _q_chunk_t(q_row, c * K_CHUNK, K_CHUNK, DOT_DTYPE)
+                if DOT_DTYPE == tl.float32:  # interpreted: fp16 is the 16-bit operand it multiplies right
+                    s = tl.dot_scaled(packed, scales, "e2m1", qt.to(tl.float16), None, "fp16", acc=s)
+                else:
+                    s = tl.dot_scaled(packed, scales, "e2m1", qt, None, "bf16", acc=s)
+            s = tl.dot(_load_mxfp4_tile(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, K_V_DIM // K_MX_BLOCK,
+                                        K_ROPE_DIM // K_MX_BLOCK, DOT_DTYPE), qt_rope, s)
+        else:
+            s = tl.dot(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 0, KV_FORMAT, DOT_DTYPE), qt0)
+            s = tl.dot(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 1, KV_FORMAT, DOT_DTYPE), qt1, s)
+            s = tl.dot(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 2, KV_FORMAT, DOT_DTYPE), qt2, s)
+            s = tl.dot(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 3, KV_FORMAT, DOT_DTYPE), qt3, s)
+            if KV_FORMAT == "mxfp4":
+                k_rope = _load_mxfp4_tile(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, K_V_DIM // K_MX_BLOCK,
+                                          K_ROPE_DIM // K_MX_BLOCK, DOT_DTYPE)
+            else:
+                r = tl.arange(0, K_ROPE_DIM)
+                k_rope = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + K_V_DIM + r[None, :], mask=ok[:, None],
+                                 other=0.0).to(DOT_DTYPE)
+            s = tl.dot(k_rope, qt_rope, s)  # (BLOCK_N, 16) scores^T
+        s = tl.where(ok[:, None], s * score_scale[None, :], float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 0))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[None, :])
+        l_i = l_i * alpha + tl.sum(p, 0)
+        pb = p.to(DOT_DTYPE)
+        # Values are the first 512 dims of the same rows: one chunk decoded at a time.
+        acc0 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 0, KV_FORMAT, DOT_DTYPE)),
+                      pb, acc0 * alpha[None, :])
+        acc1 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 1, KV_FORMAT, DOT_DTYPE)),
+                      pb, acc1 * alpha[None, :])
+        acc2 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 2, KV_FORMAT, DOT_DTYPE)),
+                      pb, acc2 * alpha[None, :])
+        acc3 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 3, KV_FORMAT, DOT_DTYPE)),
+                      pb, acc3 * alpha[None, :])
+        m_i = m_new
 
-    if KV_FORMAT == "mxfp4":
-        HALF: tl.constexpr = K_V_DIM // 2
-        RHALF: tl.constexpr = K_ROPE_DIM // 2
-        j = tl.arange(0, HALF)
-        r = tl.arange(0, RHALF)
-        q_even = tl.load(q_row + 2 * j[None, :]).to(DOT_DTYPE)
-        q_odd = tl.load(q_row + 2 * j[None, :] + 1).to(DOT_DTYPE)
-        qr_even = tl.load(q_row + K_V_DIM + 2 * r[None, :]).to(DOT_DTYPE)
-        qr_odd = tl.load(q_row + K_V_DIM + 2 * r[None, :] + 1).to(DOT_DTYPE)
-        acc_even = tl.zeros((H, HALF), tl.float32)
-        acc_odd = tl.zeros((H, HALF), tl.float32)
-        for start in range(lo, hi, BLOCK_N):
-            rows = start + tok
-            ok = rows < hi
-            k_even, k_odd = _load_mxfp4_tile(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok,
-                                             0, K_V_DIM // K_MX_BLOCK, DOT_DTYPE)
-            kr_even, kr_odd = _load_mxfp4_tile(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok,
-                                               K_V_DIM // K_MX_BLOCK, K_ROPE_DIM // K_MX_BLOCK, DOT_DTYPE)
-            s = tl.dot(q_even, tl.trans(k_even))
-            s = tl.dot(q_odd, tl.trans(k_odd), s)
-            s = tl.dot(qr_even, tl.trans(kr_even), s)
-            s = tl.dot(qr_odd, tl.trans(kr_odd), s)
-            s = tl.where(ok[None, :], s * qk_scale, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(s - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
-            p = p.to(DOT_DTYPE)
-            acc_even = tl.dot(p, k_even, acc_even * alpha[:, None])
-            acc_odd = tl.dot(p, k_odd, acc_odd * alpha[:, None])
-            m_i = m_new
-        acc = tl.reshape(tl.join(acc_even, acc_odd), (H, K_V_DIM))
-    else:
-        d = tl.arange(0, K_V_DIM)
-        r = tl.arange(0, K_ROPE_DIM)
-        kv_scale = tl.load(kv_scale_ptr)
-        q_nope = tl.load(q_row + d[None, :]).to(DOT_DTYPE)
-        q_rope = tl.load(q_row + K_V_DIM + r[None, :]).to(DOT_DTYPE)
-        acc = tl.zeros((H, K_V_DIM), tl.float32)
-        for start in range(lo, hi, BLOCK_N):
-            rows = start + tok
-            ok = rows < hi
-            k_nope = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + d[None, :], mask=ok[:, None], other=0.0)
-            k_rope = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + K_V_DIM + r[None, :], mask=ok[:, None], other=0.0)
-            k_nope = k_nope.to(DOT_DTYPE)
-            s = tl.dot(q_nope, tl.trans(k_nope))
-            s = tl.dot(q_rope, tl.trans(k_rope.to(DOT_DTYPE)), s)
-            s = tl.where(ok[None, :], s * (qk_scale * kv_scale), float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(s - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
-            acc = tl.dot(p.to(DOT_DTYPE), k_nope, acc * alpha[:, None])
-            m_i = m_new
-        acc = acc * kv_scale
-
-    dims = tl.arange(0, K_V_DIM)
     # An empty slice (short sequence, many splits) has l_i = 0: it writes zeros and lse = -inf.
     safe_l = tl.where(l_i > 0, l_i, 1.0)
-    o = acc / safe_l[:, None]
+    norm = 1.0 / safe_l
+    if KV_FORMAT == "fp8":
+        norm = norm * kv_scale
+    f = tl.arange(0, K_CHUNK)
     if WRITE_FINAL:
-        tl.store(out_ptr + seq * H * K_V_DIM + heads[:, None] * K_V_DIM + dims[None, :], o.to(tl.bfloat16))
+        dst = out_ptr + seq * H * K_V_DIM + heads[None, :] * K_V_DIM + f[:, None]
+        tl.store(dst + 0 * K_CHUNK, (acc0 * norm[None, :]).to(tl.bfloat16))
+        tl.store(dst + 1 * K_CHUNK, (acc1 * norm[None, :]).to(tl.bfloat16))
+        tl.store(dst + 2 * K_CHUNK, (acc2 * norm[None, :]).to(tl.bfloat16))
+        tl.store(dst + 3 * K_CHUNK, (acc3 * norm[None, :]).to(tl.bfloat16))
     else:
         lse = tl.where(l_i > 0, m_i + tl.log2(safe_l), float("-inf"))
         part = (seq * num_splits + split) * H
-        tl.store(part_o_ptr + (part + heads[:, None]) * K_V_DIM + dims[None, :], o)
+        dst = part_o_ptr + (part + heads[None, :]) * K_V_DIM + f[:, None]
+        tl.store(dst + 0 * K_CHUNK, acc0 * norm[None, :])
+        tl.store(dst + 1 * K_CHUNK, acc1 * norm[None, :])
+        tl.store(dst + 2 * K_CHUNK, acc2 * norm[None, :])
+        tl.store(dst + 3 * K_CHUNK, acc3 * norm[None, :])
         tl.store(part_lse_ptr + part + heads, lse)
 
 
@@ -200,15 +260,16 @@ def _compute_units(device: torch.device) -> int:
 
 
 def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int) -> int:
-    """Splits per sequence: enough (sequence, split) programs for ~2 per SM/CU, never slices under 256 tokens.
+    """Splits per sequence: enough (sequence, split) programs for ~2 per SM/CU, never slices under 128 tokens.
 
     Each split costs a 32 KB fp32 partial write and read, about the bytes of 100 MXFP4 tokens, so
-    slices stay long; batches that already fill the device get one split and skip the reduce.
+    slices stay at least two tiles long; batches that already fill the device get one split and skip
+    the reduce.
     """
     if batch >= compute_units:
         return 1
     wanted = -(-2 * compute_units // batch)
-    longest_useful = max(1, mean_kv // 256)
+    longest_useful = max(1, mean_kv // 128)
     return max(1, min(wanted, longest_useful, 64, -(-mean_kv // block_n)))
 
 
@@ -217,7 +278,7 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, kv_format: str, tuning: di
     key = (q.device, q.shape[0], total_kv, batch, kv_format, tuple(sorted(tuning.items())))
     plan = _PLAN_CACHE.get(key)
     if plan is None:
-        plan = {"block_n": 32, "num_warps": 8, "splits": None}
+        plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "qk_scaled": 0, "splits": None}
         plan.update(tuning)
         if plan["splits"] is None:
             plan["splits"] = choose_splits(batch, max(1, total_kv // batch), _compute_units(q.device),
@@ -247,8 +308,11 @@ def mla_decode(data: input_t, kv_format: str = "mxfp4", **tuning) -> output_t:
         kv8, kv_scale = kv_data["fp8"]
         kv = kv8.reshape(kv8.shape[0], QK_DIM)
         scale_stride = 0
+    elif kv_format == "bf16":
+        kv = kv_data["bf16"].reshape(-1, QK_DIM)
+        kv_scale, scale_stride = kv, 0  # no scale: the pointer is never read
     else:
-        raise ValueError(f"unknown KV format {kv_format!r}: use 'mxfp4' or 'fp8'")
+        raise ValueError(f"unknown KV format {kv_format!r}: use 'mxfp4', 'fp8' or 'bf16'")
     plan = _plan(q, kv.shape[0], batch, kv_format, tuning)
     out = torch.empty((batch, NUM_HEADS, V_DIM), dtype=torch.bfloat16, device=q.device)
     splits = plan["splits"]
@@ -260,8 +324,8 @@ def mla_decode(data: input_t, kv_format: str = "mxfp4", **tuning) -> output_t:
         out, part_o, part_lse,
         float(config["sm_scale"]), splits,
         WRITE_FINAL=splits == 1, BLOCK_N=plan["block_n"], KV_FORMAT=kv_format,
-        DOT_DTYPE=tl.float32 if INTERPRETED else tl.bfloat16,
-        num_warps=plan["num_warps"],
+        DOT_DTYPE=tl.float32 if INTERPRETED else tl.bfloat16, QK_SCALED=bool(plan["qk_scaled"]),
+        num_warps=plan["num_warps"], num_stages=plan["num_stages"],
     )
     if splits > 1:
         mla_reduce_kernel[(batch, NUM_HEADS)](
@@ -283,15 +347,23 @@ _SPLIT_ARGS = {
 }
 AOT_SPECS = [
     {"kernel": "mla_decode_split_kernel", "label": "mxfp4, split partials", "signature": _SPLIT_ARGS,
-     "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 32, "KV_FORMAT": "mxfp4", "DOT_DTYPE": tl.bfloat16},
-     "num_warps": 8},
+     "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 64, "KV_FORMAT": "mxfp4", "DOT_DTYPE": tl.bfloat16},
+     "num_warps": 4, "num_stages": 2},
     {"kernel": "mla_decode_split_kernel", "label": "mxfp4, final output", "signature": _SPLIT_ARGS,
-     "constexprs": {"WRITE_FINAL": True, "BLOCK_N": 32, "KV_FORMAT": "mxfp4", "DOT_DTYPE": tl.bfloat16},
-     "num_warps": 8},
+     "constexprs": {"WRITE_FINAL": True, "BLOCK_N": 64, "KV_FORMAT": "mxfp4", "DOT_DTYPE": tl.bfloat16},
+     "num_warps": 4},
     {"kernel": "mla_decode_split_kernel", "label": "fp8, split partials",
      "signature": {**_SPLIT_ARGS, "kv_ptr": "*fp8e4nv:16", "kv_scale_ptr": "*fp32:16"},
-     "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 32, "KV_FORMAT": "fp8", "DOT_DTYPE": tl.bfloat16},
-     "num_warps": 8},
+     "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 64, "KV_FORMAT": "fp8", "DOT_DTYPE": tl.bfloat16},
+     "num_warps": 4},
+    {"kernel": "mla_decode_split_kernel", "label": "mxfp4, scores by dot_scaled", "signature": _SPLIT_ARGS,
+     "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 64, "KV_FORMAT": "mxfp4", "DOT_DTYPE": tl.bfloat16,
+                    "QK_SCALED": True},
+     "num_warps": 4},
+    {"kernel": "mla_decode_split_kernel", "label": "bf16, split partials",
+     "signature": {**_SPLIT_ARGS, "kv_ptr": "*bf16:16", "kv_scale_ptr": "*bf16:16"},
+     "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 64, "KV_FORMAT": "bf16", "DOT_DTYPE": tl.bfloat16},
+     "num_warps": 4, "num_stages": 2},
     {"kernel": "mla_reduce_kernel", "label": "merge 8 splits",
      "signature": {"part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "out_ptr": "*bf16:16", "num_splits": "i32"},
      "constexprs": {"SPLITS_POW2": 8}, "num_warps": 4},

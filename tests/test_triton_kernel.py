@@ -78,7 +78,7 @@ def test_custom_kernel_passes_the_official_check(sub, case):
 
 
 def test_uneven_lengths_and_empty_slices(sub):
-    # 5 tokens over 4 splits of 32-token slices leaves splits 1..3 empty; 130 tokens fill all four.
+    # 5 tokens over 4 splits of 64-token slices leaves splits 1..3 empty; 130 tokens reach three of them.
     data = cpu_input(3, 130, 21, kv_seq_lens=[5, 130, 64])
     out = sub.mla_decode(data, kv_format="mxfp4", splits=4)
     assert torch.isfinite(out.float()).all()
@@ -102,11 +102,19 @@ def test_split_counts_agree(sub):
     assert float((one - many).abs().max()) < 1e-2
 
 
-def test_fp8_path_passes_the_official_check(sub):
+@pytest.mark.parametrize("kv_format", ["fp8", "bf16"])
+def test_fp8_and_bf16_paths_pass_the_official_check(sub, kv_format):
     data = cpu_input(2, 150, 51)
-    out = sub.mla_decode(data, kv_format="fp8")
+    out = sub.mla_decode(data, kv_format=kv_format)
     ok, message = ref.check_implementation(data, out)
-    assert ok and message.startswith("Maximum error"), message  # fp8 KV is the reference's own input
+    assert ok and message.startswith("Maximum error"), message  # no 4-bit rounding on these paths
+
+
+def test_scaled_dot_scores_match_the_decoded_path(sub):
+    data = cpu_input(2, 130, 71)
+    plain = sub.mla_decode(data, kv_format="mxfp4").float()
+    scaled = sub.mla_decode(data, kv_format="mxfp4", qk_scaled=1).float()
+    assert float((plain - scaled).abs().max()) < 1e-2
 
 
 def test_output_is_fresh_every_call(sub):
@@ -125,14 +133,14 @@ def test_unknown_kv_format_is_a_clear_error(sub):
 
 def test_choose_splits(sub):
     # A batch that fills the device: one split, no reduce.
-    assert sub.choose_splits(256, 8192, 132, 32) == 1
-    assert sub.choose_splits(132, 1024, 132, 32) == 1
-    # Small batches with long sequences split, but never into slices under 256 tokens.
+    assert sub.choose_splits(256, 8192, 132, 64) == 1
+    assert sub.choose_splits(132, 1024, 132, 64) == 1
+    # Small batches with long sequences split, but never into slices under 128 tokens.
     for batch, kv in [(4, 8192), (4, 1024), (32, 8192), (64, 1024), (1, 300)]:
-        splits = sub.choose_splits(batch, kv, 132, 32)
+        splits = sub.choose_splits(batch, kv, 132, 64)
         assert 1 <= splits <= 64
-        assert kv / splits >= 256 or splits == 1
-    assert sub.choose_splits(4, 8192, 132, 32) > 8
+        assert kv / splits >= 128 or splits == 1
+    assert sub.choose_splits(4, 8192, 132, 64) > 8
 
 
 def test_submission_file_rules():
