@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import resource
+import secrets
 import select
 import signal
 import subprocess
@@ -223,8 +224,10 @@ class Worker:
                 return self._failed("error", problem, 0)
         log_offset = self._log_size()
         deadline = time.monotonic() + timeout_s
+        # The reply must echo this: a line the submission writes to the pipe itself does not know it.
+        nonce = secrets.token_hex(16)
         try:
-            os.write(self._requests, (json.dumps({"op": op, "args": args}) + "\n").encode())
+            os.write(self._requests, (json.dumps({"op": op, "args": args, "nonce": nonce}) + "\n").encode())
             line = self._read_line(deadline)
         except (BrokenPipeError, EOFError):
             return self._failed("error", self._crash_reason(), log_offset)
@@ -238,6 +241,11 @@ class Worker:
             self._kill()
             self._forget()
             return self._failed("error", "the worker sent an unreadable reply", log_offset)
+        if not isinstance(reply, dict) or reply.get("nonce") != nonce:
+            self._kill()
+            self._forget()
+            return self._failed("error", "forged reply: a line the harness did not write came back on the worker's "
+                                "private result pipe", log_offset)
         if not reply.get("ok"):
             # A Python exception may leave the device in a bad state (illegal address...): start afresh.
             self.close()
@@ -414,6 +422,7 @@ def child_main(argv: list[str] | None = None) -> int:
             _print_submission_traceback(exc)
             reply = {"ok": False, "status": "error", "message": _one_line_error(exc, submission_path),
                      "import_failed": isinstance(exc, protocol.SubmissionImportError)}
+        reply["nonce"] = request.get("nonce")
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
     return 0

@@ -290,6 +290,7 @@ def test_input_passthrough_blocks_only_in_custom_kernel():
 CORPUS_LINT = {  # the blocking rules each corpus file must get; every other file has none
     "caches_output.py": {"SHAPE_OUTPUT_REPLAY"},
     "forbidden_word.py": {"FORBIDDEN_WORD"},
+    "forges_reply.py": {"EVALUATOR_MODE_BRANCH"},
     "no_custom_kernel.py": {"NO_CUSTOM_KERNEL"},
     "patches_clock_in_call.py": {"TIMER_MONKEYPATCH"},
     "patches_reference.py": {"HARNESS_RUNTIME_PATCHING"},

@@ -52,6 +52,7 @@ EXPECTED = {
     "patches_timer.py": Expected("error", "tampered with time.perf_counter_ns"),
     "patches_reference.py": Expected("error", "tampered with reference.check_implementation"),
     "patches_clock_in_call.py": Expected("error", "tampered with time.perf_counter_ns"),
+    "forges_reply.py": Expected("error", "forged reply"),
     "forbidden_word.py": Expected("pass", "the server would reject it", warning="FORBIDDEN_WORD"),
     "hangs.py": Expected("error", f"exceeded the {SHORT_TIMEOUT_S} s case limit", batch="timeouts"),
     "sleeps.py": Expected("error", f"exceeded the {SHORT_TIMEOUT_S} s case limit", batch="timeouts"),
