@@ -269,7 +269,8 @@ def _custom_kernel():
     try:
         import submission  # the worker maps module `submission` to the submission file
     except Exception as exc:
-        raise SubmissionImportError(_import_failure(exc)) from exc
+        # A SyntaxError names its own line; for the rest the worker adds the submission's line from the cause.
+        raise SubmissionImportError(_import_failure(exc)) from (None if isinstance(exc, SyntaxError) else exc)
     if not already_imported:
         try:
             verify_untampered()
@@ -286,7 +287,7 @@ def _import_failure(exc: Exception) -> str:
     first_line = (str(exc).strip().splitlines() or [""])[0]
     if isinstance(exc, SyntaxError):
         return f"SyntaxError: {exc.msg} (submission line {exc.lineno})"
-    return f"{type(exc).__name__}: {first_line} (while importing the submission)"
+    return f"{type(exc).__name__} while importing the submission: {first_line}"
 
 
 def _submission_notes() -> dict:

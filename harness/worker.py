@@ -216,7 +216,7 @@ class Worker:
     def call(self, op: str, timeout_s: float, **args) -> dict:
         """Run one operation in the child; always returns a reply dict, never raises for the child's faults."""
         if self._import_failure is not None:
-            return dict(self._import_failure)
+            return dict(self._import_failure, log_tail="")  # the first case already showed the worker's output
         if self._process is None:
             self._start()
             problem = self._wait_until_ready()
@@ -326,12 +326,9 @@ def _one_line_error(exc: BaseException, submission_path: str) -> str:
     """'ValueError: bad shape (submission line 12)': the exception and the deepest frame in the submission."""
     from harness.protocol import Verdict
 
-    if isinstance(exc, Verdict):
-        return str(exc)
-    where = ""
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if os.path.abspath(frame.filename) == submission_path:
-            where = f" (submission line {frame.lineno})"
+    if isinstance(exc, Verdict):  # the harness's own words, plus where in the submission the cause arose
+        return f"{exc}{_submission_line(exc.__cause__, submission_path)}" if exc.__cause__ else str(exc)
+    where = _submission_line(exc, submission_path)
     first_line = (str(exc).strip().splitlines() or [""])[0]
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         return (f"output cap: the submission wrote more than {format_size(output_limit())} to stdout/stderr "
@@ -340,6 +337,15 @@ def _one_line_error(exc: BaseException, submission_path: str) -> str:
         limit = f"; a CPU worker may map {format_size(memory_limit())}" if os.environ.get("MLA_DEVICE") == "cpu" else ""
         return f"out of memory: {type(exc).__name__}: {first_line}{where}{limit}"
     return f"{type(exc).__name__}: {first_line}{where}".rstrip()
+
+
+def _submission_line(exc: BaseException, submission_path: str) -> str:
+    """' (submission line 12)' for the deepest frame of the traceback inside the submission, else ''."""
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(frame.filename) == submission_path:
+            where = f" (submission line {frame.lineno})"
+    return where
 
 
 def _is_out_of_memory(exc: BaseException) -> bool:
@@ -354,7 +360,8 @@ def _print_submission_traceback(exc: BaseException) -> None:
     from harness.protocol import Verdict
 
     harness_dir = str(REPO_ROOT / "harness") + os.sep
-    shown = exc.__cause__ if exc.__cause__ is not None and exc.__suppress_context__ else exc
+    origin = exc.__cause__ or exc.__context__  # what went wrong in the submission, behind our own wording
+    shown = origin if isinstance(exc, Verdict) and origin is not None and not isinstance(origin, Verdict) else exc
     if isinstance(shown, Verdict):
         text = f"{shown}\n"  # the harness's own words; there is no traceback to show
     else:
