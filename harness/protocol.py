@@ -14,7 +14,6 @@ import json
 import math
 import os
 import sys
-import time
 from pathlib import Path
 
 from harness import ledger, lint, timing
@@ -122,6 +121,8 @@ def make_cases(specs: list, secret: int | None) -> list:
 # ---------------------------------------------------------------------------------------------
 # 2. Child side: runs inside the worker process, next to the submission
 # ---------------------------------------------------------------------------------------------
+
+# -- defences: the originals the submission must not replace, and memory it must not pass off as output --
 
 class Verdict(Exception):
     """A failure the harness words itself: the worker reports str(exc) as is, without a type name."""
@@ -247,6 +248,7 @@ def _timed_call(fn, device: str, flush: str):
     synchronize()
     return result, elapsed(start_event, end_event) * 1e6
 
+
 def clone_data(data):
     """A deep copy of every tensor in nested tuples, lists and dicts (eval.py's _clone_data)."""
     import torch
@@ -327,7 +329,8 @@ def _run_single_benchmark(args: dict, recheck: bool, max_repeats: int, max_time_
     if not good:
         return {"good": False, "message": message, "stats": None, "notes": _submission_notes()}
 
-    started = time.perf_counter_ns()
+    clock = _trusted_object("time.perf_counter_ns")
+    started = clock()
     for call in range(max_repeats):
         if recheck:
             args["seed"] += SEED_STEP  # fresh input for every call: cached results fail here
@@ -343,7 +346,7 @@ def _run_single_benchmark(args: dict, recheck: bool, max_repeats: int, max_time_
         del output
         durations.append(duration)
         stats = timing.calculate_stats(durations)
-        if timing.should_stop(stats, time.perf_counter_ns() - started, max_time_ns):
+        if timing.should_stop(stats, clock() - started, max_time_ns):
             break
     stats = timing.calculate_stats(durations)
     return {"good": True, "message": "", "stats": dataclasses.asdict(stats), "notes": _submission_notes()}
