@@ -188,21 +188,35 @@ def verify_untampered() -> None:
 
 
 def poison_output_memory(q, device: str) -> None:
-    """Fill freed output-sized memory with POISON_BITS, so torch.empty cannot return a stale right answer.
+    """Fill free output-sized memory with POISON_BITS, so torch.empty cannot return a stale right answer.
 
     Without this, benchmark mode's checked call could get the block that held the warm-up's reference
     output for the very same seed. Only before untimed calls: emptying the GPU cache slows the next call.
     """
     import torch
 
-    elements = q.shape[0] * q.shape[1] * 512  # a (total_q, heads, 512) output, in bfloat16 (2 bytes)
-    if device != "cpu":
-        torch.cuda.empty_cache()  # the poisoned blocks become the only free blocks of these sizes
-    blocks = [torch.empty(elements * words, dtype=torch.int16, device=q.device)
-              for words in (1, 2) for _ in range(POISON_COPIES)]  # bfloat16 and float32 outputs
-    for block in blocks:
-        block.fill_(POISON_BITS)
-    del blocks
+    output_bytes = q.shape[0] * q.shape[1] * 512 * 2  # a (total_q, heads, 512) bfloat16 output
+    if device == "cpu":
+        # malloc tends to hand a just-freed chunk of the same size back: free a few poisoned ones.
+        blocks = [torch.empty(output_bytes * words // 2, dtype=torch.int16) for words in (1, 2)
+                  for _ in range(POISON_COPIES)]  # bfloat16 and float32 outputs
+        for block in blocks:
+            block.fill_(POISON_BITS)
+        return
+    torch.cuda.empty_cache()  # wholly free segments go back to the driver; what is left is poisoned below
+    # The caching allocator carves a request from the start of a free block: poison the start of every
+    # free block big enough to hold an output, by allocating each one at its exact size.
+    free_sizes = sorted((block["size"] for segment in torch.cuda.memory_snapshot() for block in segment["blocks"]
+                         if block["state"] == "inactive" and block["size"] >= output_bytes), reverse=True)
+    held = []
+    for size in free_sizes:
+        block = torch.empty(size, dtype=torch.uint8, device=q.device)
+        block[: min(size, 2 * output_bytes) // 2 * 2].view(torch.int16).fill_(POISON_BITS)
+        held.append(block)
+    if not held:  # nothing cached: a fresh output-sized block would come next, poison that one
+        held = [torch.empty(output_bytes, dtype=torch.int16, device=q.device).fill_(POISON_BITS)
+                for _ in range(POISON_COPIES)]
+    del held
 
 
 def poisoned_share(output) -> float:

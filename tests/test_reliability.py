@@ -224,6 +224,34 @@ def test_poison_pattern_is_recognised():
     protocol.poison_output_memory(torch.zeros((2, 16, 576), dtype=torch.bfloat16), "cpu")  # must not raise
 
 
+def test_gpu_poisoning_allocates_every_big_enough_free_block(monkeypatch):
+    """The GPU path, run on the CPU with the allocator's snapshot and torch.empty stood in for."""
+    import torch
+
+    from harness import protocol
+
+    output_bytes = 2 * 16 * 512 * 2
+    segments = [{"blocks": [{"state": "inactive", "size": output_bytes * 3},
+                            {"state": "active_allocated", "size": output_bytes * 5},
+                            {"state": "inactive", "size": output_bytes // 2}]},  # too small to hold an output
+                {"blocks": [{"state": "inactive", "size": output_bytes}]}]
+    made = []
+    real_empty = torch.empty
+
+    def recording_empty(size, dtype, device):
+        made.append(real_empty(size, dtype=dtype))
+        return made[-1]
+
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: segments)
+    monkeypatch.setattr(torch, "empty", recording_empty)
+    protocol.poison_output_memory(real_empty((2, 16, 576), dtype=torch.bfloat16), "cuda")
+    assert [t.numel() for t in made] == [output_bytes * 3, output_bytes]  # biggest first, exact sizes
+    for block in made:  # the start of each block, room for a float32 output, holds the poison
+        head = block[: min(block.numel(), 2 * output_bytes)].view(torch.int16)
+        assert bool((head == protocol.POISON_BITS).all())
+
+
 def test_worker_limits_and_the_reasons_they_give():
     import errno
 
