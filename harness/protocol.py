@@ -206,7 +206,9 @@ def poison_output_memory(q, device: str) -> None:
     torch.cuda.empty_cache()  # wholly free segments go back to the driver; what is left is poisoned below
     # The caching allocator carves a request from the start of a free block: poison the start of every
     # free block big enough to hold an output, by allocating each one at its exact size.
-    free_sizes = sorted((block["size"] for segment in torch.cuda.memory_snapshot() for block in segment["blocks"]
+    device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    free_sizes = sorted((block["size"] for segment in torch.cuda.memory_snapshot()
+                         if segment.get("device", device_index) == device_index for block in segment["blocks"]
                          if block["state"] == "inactive" and block["size"] >= output_bytes), reverse=True)
     held = []
     for size in free_sizes:

@@ -242,6 +242,8 @@ def test_gpu_poisoning_allocates_every_big_enough_free_block(monkeypatch):
         made.append(real_empty(size, dtype=dtype))
         return made[-1]
 
+    segments.append({"device": 7, "blocks": [{"state": "inactive", "size": output_bytes * 9}]})  # another GPU
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: segments)
     monkeypatch.setattr(torch, "empty", recording_empty)
