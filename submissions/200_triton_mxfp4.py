@@ -1,22 +1,24 @@
 #!POPCORN leaderboard amd-mixed-mla
 #!POPCORN gpu MI355X
-"""Portable Triton MLA decode (DeepSeek-R1 forward_absorb) reading the MXFP4 KV cache.
+"""Portable Triton MLA decode (DeepSeek-R1 forward_absorb) over the MXFP4, fp8 or bf16 KV cache.
 
 Design, in the order the work happens:
-- Split-K (flash-decoding): program (split, batch) walks one slice of one sequence's KV.
-  Every KV tile is loaded once and serves all 16 heads: the heads are the M dim of both dots.
-- MXFP4 dequantization is fused into the loop. The packed byte j of a token holds dims 2j (low
-  nibble) and 2j+1 (high nibble), so the kernel never interleaves: it splits Q into its even and
-  odd dims, scores = Q_even.K_even^T + Q_odd.K_odd^T, and keeps two accumulators (even and odd
-  output dims) that are interleaved once, at the store.
-- E2M1 -> float by a bit trick: code (s, e, m) placed at fp16 bits 15 and 11..9 is the value
-  times 2^-14; the 2^14 is folded into the e8m0 block scale, so decoding costs a few integer ops.
-- One split per sequence writes bf16 straight to the output; several splits write a normalized
-  partial (fp32) and its log-sum-exp, and a small reduce kernel merges them.
-- The split count comes from the batch, the mean KV length and the device's SM/CU count;
-  per-sequence slice sizes are computed on the device from kv_indptr, so uneven lengths work
-  and the host never synchronizes.
-- An fp8-KV path (per-tensor scale) lives in the same kernel for comparison (KV_FORMAT="fp8").
+- Split-K (flash-decoding): program (split, sequence) walks one slice of one sequence's KV. Every
+  64-token tile is loaded once and serves all 16 heads. Tokens are the M dim of both dots
+  (S^T = K Q^T, O^T = V^T P^T), so on Hopper each dot is one warpgroup's wgmma with the KV tile
+  read straight from shared memory; the 512 value dims are four 128-dim accumulator chunks.
+- MXFP4: dequantization fused into the loop (fp16 bit trick: code bits at fp16 bits 15 and 11..9
+  give value x 2^-14, the 2^14 folded into the e8m0 scale built as fp32 bits), one 128-dim chunk at a
+  time; optionally the scores come from tl.dot_scaled on the packed bytes (QK_SCALED). Reads only the
+  [:rows, :18] corner of the scales, with their real row stride (18, or 24 in the older padded layout).
+- fp8: scores by an fp8 dot (Q quantized per head in the kernel), values upcast to bf16 per chunk.
+- One split per sequence writes bf16 straight to the output; several write a normalized fp32
+  partial and its log2-sum-exp, merged by a small reduce kernel. The split count comes from the
+  batch, the mean KV length, the SM/CU count and how many programs fit per SM (a wave model);
+  per-sequence slices are computed on the device from kv_indptr, so uneven lengths work and the
+  host never synchronizes.
+- Which KV format custom_kernel reads is DEFAULT_KV_FORMAT, chosen from measurements on an H200
+  (bench/NOTES.md): there, Triton's MXFP4 decode costs more time than the bytes it saves.
 
 Runs on NVIDIA and AMD (any torch device Triton supports) and under TRITON_INTERPRET=1 on a CPU.
 """
@@ -97,6 +99,21 @@ def _q_chunk_t(q_row, first_dim, width: tl.constexpr, DOT_DTYPE: tl.constexpr):
 
 
 @triton.jit
+def _pv_chunks(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, row_ok, pb, alpha, acc0, acc1, acc2, acc3,
+               KV_FORMAT: tl.constexpr, DOT_DTYPE: tl.constexpr):
+    """O^T chunk c += V_c^T P^T for the four 128-dim value chunks, each loaded (and decoded) on its own."""
+    acc0 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, row_ok, 0, KV_FORMAT, DOT_DTYPE)),
+                  pb, acc0 * alpha[None, :])
+    acc1 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, row_ok, 1, KV_FORMAT, DOT_DTYPE)),
+                  pb, acc1 * alpha[None, :])
+    acc2 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, row_ok, 2, KV_FORMAT, DOT_DTYPE)),
+                  pb, acc2 * alpha[None, :])
+    acc3 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, row_ok, 3, KV_FORMAT, DOT_DTYPE)),
+                  pb, acc3 * alpha[None, :])
+    return acc0, acc1, acc2, acc3
+
+
+@triton.jit
 def mla_decode_split_kernel(
     q_ptr, q_stride_t, q_stride_h,
     kv_ptr, kv_scale_ptr, kv_scale_stride,
@@ -109,6 +126,7 @@ def mla_decode_split_kernel(
     KV_FORMAT: tl.constexpr,   # "mxfp4", "fp8" or "bf16"
     DOT_DTYPE: tl.constexpr,   # tl.bfloat16 on a GPU, tl.float32 when interpreted
     QK_SCALED: tl.constexpr = False,  # MXFP4 scores by tl.dot_scaled on the packed bytes
+    FP8_REUSE: tl.constexpr = False,  # fp8 values cut from the score tile instead of loaded again
 ):
     """One (split, sequence) pair: online-softmax attention of 16 heads over one slice of the KV.
 
@@ -201,15 +219,20 @@ def mla_decode_split_kernel(
         p = tl.exp2(s - m_new[None, :])
         l_i = l_i * alpha + tl.sum(p, 0)
         pb = p.to(DOT_DTYPE)
-        # Values are the first 512 dims of the same rows: one chunk decoded at a time.
-        acc0 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 0, KV_FORMAT, DOT_DTYPE)),
-                      pb, acc0 * alpha[None, :])
-        acc1 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 1, KV_FORMAT, DOT_DTYPE)),
-                      pb, acc1 * alpha[None, :])
-        acc2 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 2, KV_FORMAT, DOT_DTYPE)),
-                      pb, acc2 * alpha[None, :])
-        acc3 = tl.dot(tl.trans(_kv_chunk(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, 3, KV_FORMAT, DOT_DTYPE)),
-                      pb, acc3 * alpha[None, :])
+        if KV_FORMAT == "fp8" and FP8_REUSE:
+            # The four 128-dim value chunks cut out of the tile already loaded for the scores.
+            quad = tl.permute(tl.reshape(k8, (BLOCK_N, 2, 2, K_CHUNK)), (0, 3, 1, 2))
+            half0, half1 = tl.split(quad)  # by bit 0 of the chunk index
+            v0, v2 = tl.split(half0)
+            v1, v3 = tl.split(half1)
+            acc0 = tl.dot(tl.trans(v0.to(DOT_DTYPE)), pb, acc0 * alpha[None, :])
+            acc1 = tl.dot(tl.trans(v1.to(DOT_DTYPE)), pb, acc1 * alpha[None, :])
+            acc2 = tl.dot(tl.trans(v2.to(DOT_DTYPE)), pb, acc2 * alpha[None, :])
+            acc3 = tl.dot(tl.trans(v3.to(DOT_DTYPE)), pb, acc3 * alpha[None, :])
+        else:
+            # Values are the first 512 dims of the same rows: one chunk decoded at a time.
+            acc0, acc1, acc2, acc3 = _pv_chunks(kv_ptr, kv_scale_ptr, kv_scale_stride, rows, ok, pb, alpha,
+                                                acc0, acc1, acc2, acc3, KV_FORMAT, DOT_DTYPE)
         m_i = m_new
 
     # An empty slice (short sequence, many splits) has l_i = 0: it writes zeros and lse = -inf.
@@ -259,18 +282,39 @@ def _compute_units(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count  # SMs on NVIDIA, CUs on AMD
 
 
-def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int) -> int:
-    """Splits per sequence: enough (sequence, split) programs for ~2 per SM/CU, never slices under 128 tokens.
+def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, programs_per_cu: int = 2) -> int:
+    """Splits per sequence that minimize (waves of programs) x (tiles per program), slices >= 128 tokens.
 
-    Each split costs a 32 KB fp32 partial write and read, about the bytes of 100 MXFP4 tokens, so
-    slices stay at least two tiles long; batches that already fill the device get one split and skip
-    the reduce.
+    A wave is compute_units x programs_per_cu programs running at once; a program walks its slice
+    tile by tile. Splitting costs a reduce launch (~2 tiles) plus, per (sequence, split), a 32 KB
+    partial written and read back (~1 tile of time spread over the device), so batches that already
+    fill the device keep one split and skip the reduce.
     """
-    if batch >= compute_units:
+    slots = compute_units * programs_per_cu
+    most = max(1, min(64, mean_kv // 128))
+    best, best_cost = 1, None
+    for splits in range(1, most + 1):
+        waves = -(-batch * splits // slots)
+        tiles = -(-(-(-mean_kv // splits)) // block_n)
+        cost = waves * tiles + (2.0 + batch * splits / slots if splits > 1 else 0.0)
+        if best_cost is None or cost < best_cost - 1e-9:
+            best, best_cost = splits, cost
+    return best
+
+
+def _programs_per_cu(device: torch.device, kv_format: str) -> int:
+    """Programs that fit on one SM/CU at once (from the AOT report: bf16 tiles fill an H200 SM's shared memory)."""
+    if device.type == "cpu" or torch.version.hip or kv_format == "bf16":
         return 1
-    wanted = -(-2 * compute_units // batch)
-    longest_useful = max(1, mean_kv // 128)
-    return max(1, min(wanted, longest_useful, 64, -(-mean_kv // block_n)))
+    return 2
+
+
+# KV format per platform, from the H200 measurements in bench/NOTES.md: Triton's MXFP4 decode costs
+# ~10k lane-ops per token (4x the MXFP4 byte budget), so the bf16 tile that wgmma reads straight from
+# shared memory wins there. Unmeasured GPUs take the same choice.
+DEFAULT_KV_FORMAT = "bf16"
+# Per-format launch defaults (num_stages: software-pipelining depth that the AOT report shows fits).
+FORMAT_DEFAULTS = {"bf16": {"num_stages": 2}, "fp8": {"num_stages": 1}, "mxfp4": {"num_stages": 2}}
 
 
 def _plan(q: torch.Tensor, total_kv: int, batch: int, kv_format: str, tuning: dict) -> dict:
@@ -278,11 +322,12 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, kv_format: str, tuning: di
     key = (q.device, q.shape[0], total_kv, batch, kv_format, tuple(sorted(tuning.items())))
     plan = _PLAN_CACHE.get(key)
     if plan is None:
-        plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "qk_scaled": 0, "splits": None}
+        plan = {"block_n": 64, "num_warps": 4, "qk_scaled": 0, "fp8_reuse": 0, "splits": None}
+        plan.update(FORMAT_DEFAULTS[kv_format])
         plan.update(tuning)
         if plan["splits"] is None:
             plan["splits"] = choose_splits(batch, max(1, total_kv // batch), _compute_units(q.device),
-                                           plan["block_n"])
+                                           plan["block_n"], _programs_per_cu(q.device, kv_format))
         rows = batch * plan["splits"] * NUM_HEADS
         if plan["splits"] > 1:
             plan["part_o"] = torch.empty((rows, V_DIM), dtype=torch.float32, device=q.device)
@@ -291,7 +336,7 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, kv_format: str, tuning: di
     return plan
 
 
-def mla_decode(data: input_t, kv_format: str = "mxfp4", **tuning) -> output_t:
+def mla_decode(data: input_t, kv_format: str = DEFAULT_KV_FORMAT, **tuning) -> output_t:
     """The decode with a chosen KV format ("mxfp4" or "fp8"); tuning may force splits, block_n, num_warps."""
     q, kv_data, qo_indptr, kv_indptr, config = data
     batch = config["batch_size"]
@@ -299,6 +344,8 @@ def mla_decode(data: input_t, kv_format: str = "mxfp4", **tuning) -> output_t:
         raise ValueError(f"only q_seq_len = 1 is supported, got {q.shape[0]} queries for {batch} sequences")
     if q.stride(-1) != 1:
         q = q.contiguous()
+    if kv_format not in FORMAT_DEFAULTS:
+        raise ValueError(f"unknown KV format {kv_format!r}: use 'mxfp4', 'fp8' or 'bf16'")
     if kv_format == "mxfp4":
         packed, scales = kv_data["mxfp4"]
         kv = packed.view(torch.uint8).reshape(packed.shape[0], QK_DIM // 2)
@@ -325,6 +372,7 @@ def mla_decode(data: input_t, kv_format: str = "mxfp4", **tuning) -> output_t:
         float(config["sm_scale"]), splits,
         WRITE_FINAL=splits == 1, BLOCK_N=plan["block_n"], KV_FORMAT=kv_format,
         DOT_DTYPE=tl.float32 if INTERPRETED else tl.bfloat16, QK_SCALED=bool(plan["qk_scaled"]),
+        FP8_REUSE=bool(plan["fp8_reuse"]),
         num_warps=plan["num_warps"], num_stages=plan["num_stages"],
     )
     if splits > 1:
@@ -335,7 +383,7 @@ def mla_decode(data: input_t, kv_format: str = "mxfp4", **tuning) -> output_t:
 
 
 def custom_kernel(data: input_t) -> output_t:
-    return mla_decode(data, kv_format="mxfp4")
+    return mla_decode(data)
 
 
 # Representative launches for ahead-of-time compilation (harness/aot.py documents the convention).
@@ -355,7 +403,7 @@ AOT_SPECS = [
     {"kernel": "mla_decode_split_kernel", "label": "fp8, split partials",
      "signature": {**_SPLIT_ARGS, "kv_ptr": "*fp8e4nv:16", "kv_scale_ptr": "*fp32:16"},
      "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 64, "KV_FORMAT": "fp8", "DOT_DTYPE": tl.bfloat16},
-     "num_warps": 4},
+     "num_warps": 4, "num_stages": 1},
     {"kernel": "mla_decode_split_kernel", "label": "mxfp4, scores by dot_scaled", "signature": _SPLIT_ARGS,
      "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 64, "KV_FORMAT": "mxfp4", "DOT_DTYPE": tl.bfloat16,
                     "QK_SCALED": True},
@@ -363,6 +411,15 @@ AOT_SPECS = [
     {"kernel": "mla_decode_split_kernel", "label": "bf16, split partials",
      "signature": {**_SPLIT_ARGS, "kv_ptr": "*bf16:16", "kv_scale_ptr": "*bf16:16"},
      "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 64, "KV_FORMAT": "bf16", "DOT_DTYPE": tl.bfloat16},
+     "num_warps": 4, "num_stages": 2},
+    {"kernel": "mla_decode_split_kernel", "label": "fp8, values cut from the score tile",
+     "signature": {**_SPLIT_ARGS, "kv_ptr": "*fp8e4nv:16", "kv_scale_ptr": "*fp32:16"},
+     "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 64, "KV_FORMAT": "fp8", "DOT_DTYPE": tl.bfloat16,
+                    "FP8_REUSE": True},
+     "num_warps": 4, "num_stages": 3},
+    {"kernel": "mla_decode_split_kernel", "label": "bf16, final output",
+     "signature": {**_SPLIT_ARGS, "kv_ptr": "*bf16:16", "kv_scale_ptr": "*bf16:16"},
+     "constexprs": {"WRITE_FINAL": True, "BLOCK_N": 64, "KV_FORMAT": "bf16", "DOT_DTYPE": tl.bfloat16},
      "num_warps": 4, "num_stages": 2},
     {"kernel": "mla_reduce_kernel", "label": "merge 8 splits",
      "signature": {"part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "out_ptr": "*bf16:16", "num_splits": "i32"},

@@ -62,7 +62,8 @@ def cpu_input(batch, kv_len, seed, **options):
 def test_matches_exact_mxfp4_math(sub, batch, kv_len, seed, splits):
     data = cpu_input(batch, kv_len, seed)
     tuning = {} if splits is None else {"splits": splits}
-    out = sub.mla_decode(data, kv_format="mxfp4", **tuning)
+    tuning["kv_format"] = "mxfp4"
+    out = sub.mla_decode(data, **tuning)
     assert out.shape == (batch, 16, 512) and out.dtype == torch.bfloat16
     expected = exact_mxfp4_attention(data)
     error = (out.double() - expected).abs()
@@ -82,6 +83,7 @@ def test_uneven_lengths_and_empty_slices(sub):
     data = cpu_input(3, 130, 21, kv_seq_lens=[5, 130, 64])
     out = sub.mla_decode(data, kv_format="mxfp4", splits=4)
     assert torch.isfinite(out.float()).all()
+    assert torch.isfinite(sub.mla_decode(data, kv_format="bf16", splits=4).float()).all()
     expected = exact_mxfp4_attention(data)
     assert float((out.double() - expected).abs().max()) < 2e-2
     ok, message = ref.check_implementation(data, out)
@@ -92,7 +94,9 @@ def test_padded_scale_layout_gives_the_same_output(sub):
     plain = cpu_input(2, 100, 31)
     padded = cpu_input(2, 100, 31, mxfp4_padded_scales=True)
     assert padded[1]["mxfp4"][1].shape[1] == 24  # the older layout really is in use
-    assert torch.equal(sub.custom_kernel(plain), sub.custom_kernel(padded))
+    for qk_scaled in (0, 1):
+        assert torch.equal(sub.mla_decode(plain, kv_format="mxfp4", qk_scaled=qk_scaled),
+                           sub.mla_decode(padded, kv_format="mxfp4", qk_scaled=qk_scaled))
 
 
 def test_split_counts_agree(sub):
@@ -102,10 +106,10 @@ def test_split_counts_agree(sub):
     assert float((one - many).abs().max()) < 1e-2
 
 
-@pytest.mark.parametrize("kv_format", ["fp8", "bf16"])
-def test_fp8_and_bf16_paths_pass_the_official_check(sub, kv_format):
+@pytest.mark.parametrize("kv_format,tuning", [("fp8", {}), ("fp8", {"fp8_reuse": 1}), ("bf16", {})])
+def test_fp8_and_bf16_paths_pass_the_official_check(sub, kv_format, tuning):
     data = cpu_input(2, 150, 51)
-    out = sub.mla_decode(data, kv_format=kv_format)
+    out = sub.mla_decode(data, kv_format=kv_format, **tuning)
     ok, message = ref.check_implementation(data, out)
     assert ok and message.startswith("Maximum error"), message  # no 4-bit rounding on these paths
 
@@ -133,14 +137,17 @@ def test_unknown_kv_format_is_a_clear_error(sub):
 
 def test_choose_splits(sub):
     # A batch that fills the device: one split, no reduce.
-    assert sub.choose_splits(256, 8192, 132, 64) == 1
-    assert sub.choose_splits(132, 1024, 132, 64) == 1
-    # Small batches with long sequences split, but never into slices under 128 tokens.
+    assert sub.choose_splits(256, 8192, 132, 64, 1) == 1
+    assert sub.choose_splits(256, 1024, 132, 64, 2) == 1
+    # Small batches with long sequences split, never into slices under 128 tokens, and the programs
+    # fit in whole waves: 64 x 8192 on 132 one-program SMs -> 2 splits (128 programs, one wave).
+    assert sub.choose_splits(64, 8192, 132, 64, 1) == 2
     for batch, kv in [(4, 8192), (4, 1024), (32, 8192), (64, 1024), (1, 300)]:
-        splits = sub.choose_splits(batch, kv, 132, 64)
-        assert 1 <= splits <= 64
-        assert kv / splits >= 128 or splits == 1
-    assert sub.choose_splits(4, 8192, 132, 64) > 8
+        for per_cu in (1, 2):
+            splits = sub.choose_splits(batch, kv, 132, 64, per_cu)
+            assert 1 <= splits <= 64
+            assert kv / splits >= 128 or splits == 1
+    assert sub.choose_splits(4, 8192, 132, 64, 1) >= 16
 
 
 def test_submission_file_rules():
