@@ -279,42 +279,11 @@ def test_worker_limits_and_the_reasons_they_give():
 # GPU-specific cases: run on the device (bench/reliability_gpu.sh); deselected on CPU-only machines.
 # ---------------------------------------------------------------------------------------------
 
-GPU_FILES = {
-    # name -> (source, mode, status, piece of the reason)
-    "gpu_out_of_memory.py": ("""
-import torch
-from task import input_t, output_t
-_hoard = []
-def custom_kernel(data: input_t) -> output_t:
-    while True:
-        _hoard.append(torch.empty(8 << 30, dtype=torch.uint8, device=data[0].device))
-""", "test", "error", "out of memory"),
-    "gpu_device_assert.py": ("""
-import torch
-from task import input_t, output_t
-def custom_kernel(data: input_t) -> output_t:
-    q = data[0]
-    index = torch.full((4,), 1 << 40, dtype=torch.long, device=q.device)
-    return q[index]  # an out-of-range gather: a device-side assert
-""", "test", "error", ""),
-    "gpu_triton_oob.py": ("""
-import torch
-import triton
-import triton.language as tl
-from task import input_t, output_t
-
-@triton.jit
-def _scribble(out, n):
-    offsets = tl.arange(0, 1024) + (1 << 34)
-    tl.store(out + offsets, tl.zeros((1024,), dtype=tl.float32))
-
-def custom_kernel(data: input_t) -> output_t:
-    q = data[0]
-    out = torch.zeros((q.shape[0], 16, 512), dtype=torch.float32, device=q.device)
-    _scribble[(1,)](out, out.numel())
-    torch.cuda.synchronize()
-    return out.bfloat16()
-""", "test", "error", ""),
+GPU_CORPUS = CORPUS / "gpu"
+GPU_EXPECTED = {  # tests/bad_submissions/gpu/: name -> (status, piece of the reason)
+    "out_of_memory.py": ("error", "out of memory"),
+    "device_assert.py": ("error", ""),  # the wording is the device's (CUDA and ROCm differ)
+    "triton_oob.py": ("error", ""),
 }
 
 
@@ -324,19 +293,22 @@ def _gpu_available() -> bool:
     return torch.cuda.is_available()
 
 
+def test_every_gpu_corpus_file_has_an_expected_verdict():
+    assert sorted(p.name for p in GPU_CORPUS.glob("*.py")) == sorted(GPU_EXPECTED)
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(GPU_FILES))
+@pytest.mark.parametrize("name", sorted(GPU_EXPECTED))
 def test_gpu_fault_is_reported_and_the_next_submission_runs(tmp_path, name):
     if not _gpu_available():
         pytest.skip("needs a CUDA or ROCm device (run with -m gpu on the device)")
-    source, mode, status, reason = GPU_FILES[name]
-    bad = tmp_path / name
-    bad.write_text("#!POPCORN leaderboard amd-mixed-mla\n#!POPCORN gpu MI355X\n" + source)
+    status, reason = GPU_EXPECTED[name]
+    bad = GPU_CORPUS / name
     ledger_path = tmp_path / "ledger.jsonl"
     env = {**os.environ, "HARNESS_LEDGER": str(ledger_path), "COLUMNS": "200"}
     after = CORPUS / "wrong_shape.py"  # runs right after the fault: the device must still work
     done = subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run", str(bad), str(after),
-                           "--device", "cuda", "--cases", "small", "--mode", mode, "--timeout", "120"],
+                           "--device", "cuda", "--cases", "small", "--mode", "test", "--timeout", "120"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     records = {Path(r["submission"]["path"]).name: r for r in ledger.read(ledger_path)}
     assert done.returncode == 1, done.stderr[-2000:]
