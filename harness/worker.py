@@ -44,7 +44,7 @@ STARTUP_LIMIT_S = 300.0
 MEMORY_LIMIT_ENV = "HARNESS_WORKER_MEMORY_LIMIT"  # address space of a CPU worker (GPU drivers map huge ranges)
 OUTPUT_LIMIT_ENV = "HARNESS_WORKER_OUTPUT_LIMIT"  # largest file the child may write, its log included
 DEFAULT_MEMORY_LIMIT = 16 << 30  # or half the machine's memory, whichever is smaller
-DEFAULT_OUTPUT_LIMIT = 64 << 20
+DEFAULT_OUTPUT_LIMIT = 256 << 20  # room for compiler outputs (the limit covers every file the child writes)
 
 
 def child_environment(device: str, triton_interpreter: bool, base: dict | None = None) -> dict:
@@ -109,7 +109,7 @@ def memory_limit(environ=os.environ) -> int:
 
 
 def output_limit(environ=os.environ) -> int:
-    """The largest file the worker may write (its log): $HARNESS_WORKER_OUTPUT_LIMIT, else 64 MiB."""
+    """The largest file the worker may write (its log): $HARNESS_WORKER_OUTPUT_LIMIT, else 256 MiB."""
     return _size_setting(environ, OUTPUT_LIMIT_ENV, DEFAULT_OUTPUT_LIMIT)
 
 
