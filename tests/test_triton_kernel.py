@@ -18,11 +18,19 @@ REPO = Path(__file__).resolve().parent.parent
 KERNEL_FILE = REPO / "submissions" / "200_triton_mxfp4.py"
 
 
-def _load_submission(name: str):
-    """A fresh import of 200 (Triton picks the interpreter when the @triton.jit decorators run)."""
-    spec = importlib.util.spec_from_file_location(name, KERNEL_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def _load_submission(name: str, interpret: bool):
+    """A fresh import of 200; Triton picks the interpreter or the GPU when the @triton.jit decorators run."""
+    previous = os.environ.pop("TRITON_INTERPRET", None)
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        spec = importlib.util.spec_from_file_location(name, KERNEL_FILE)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        os.environ.pop("TRITON_INTERPRET", None)
+        if previous is not None:
+            os.environ["TRITON_INTERPRET"] = previous
     return module
 
 
@@ -32,7 +40,7 @@ def sub():
     previous = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     try:
-        yield _load_submission("sub200_interpreted")
+        yield _load_submission("sub200_interpreted", interpret=True)
     finally:
         if previous is None:
             os.environ.pop("TRITON_INTERPRET", None)
@@ -163,15 +171,23 @@ def test_submission_file_rules():
         assert hard_coded not in text  # portable: the device comes from the inputs
 
 
+@pytest.fixture(scope="module")
+def device_sub():
+    if not torch.cuda.is_available():
+        pytest.fail("this test needs a CUDA or ROCm device")
+    return _load_submission("sub200_device", interpret=False)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("spec", [(4, 1024, 4217), (4, 8192, 4220), (32, 1024, 5412), (64, 8192, 1360),
                                   (256, 1024, 9823), (256, 8192, 9826)])
-def test_official_shapes_on_the_device(spec):
-    if not torch.cuda.is_available():
-        pytest.fail("this test needs a CUDA or ROCm device")
-    gpu_sub = _load_submission("sub200_device")
+def test_official_shapes_on_the_device(device_sub, spec):
+    gpu_sub = device_sub
     batch, kv_len, seed = spec
     data = ref.generate_input(batch, 1, kv_len, seed, device="cuda")
     ok, message = ref.check_implementation(data, gpu_sub.custom_kernel(data))
     assert ok, message
     assert math.isfinite(float(gpu_sub.custom_kernel(data).float().abs().max()))
+    for kv_format in ("mxfp4", "fp8"):  # the other paths stay correct too
+        ok, message = ref.check_implementation(data, gpu_sub.mla_decode(data, kv_format=kv_format))
+        assert ok, f"{kv_format}: {message}"
