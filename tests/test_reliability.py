@@ -43,7 +43,7 @@ EXPECTED = {
     "nan_few.py": Expected("pass", warning="output holds 3 NaN"),
     "returns_input.py": Expected("fail", "SIZE MISMATCH: output (1, 16, 576)"),
     "mutates_inputs.py": Expected("fail", "mismatched elements"),
-    "uninitialised.py": Expected("fail", "case 1"),
+    "uninitialised.py": Expected("fail", "returned uninitialised memory"),
     "exits.py": Expected("error", "exited with code 3"),
     "aborts.py": Expected("error", "killed by signal 6 (SIGABRT)"),
     "segfaults.py": Expected("error", "killed by signal 11 (SIGSEGV)"),
