@@ -207,6 +207,25 @@ def save_flashinfer_cache(workspace_base: Path, out: Path) -> None:
             tar.add(path, arcname=str(path.relative_to(workspace_base)))
 
 
+def restore_flashinfer_cache(archive: Path) -> None:
+    """Put saved JIT libraries where FlashInfer loads prebuilt (AOT) modules without building.
+
+    FlashInfer trusts only its package's data/aot/<module>/<module>.so; a .so in the JIT cache is
+    rebuilt by ninja when the build files are missing (seen on the device, 2026-11-29).
+    """
+    spec = importlib.util.find_spec("flashinfer")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    aot_dir = Path(spec.submodule_search_locations[0]) / "data" / "aot"
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            if member.isfile() and member.name.endswith(".so"):
+                name = Path(member.name).stem
+                target = aot_dir / name / f"{name}.so"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tar.extractfile(member).read())
+
+
 def print_table(results: dict) -> None:
     names = results["contenders"]
     shapes = results["shapes"]
@@ -299,8 +318,7 @@ def main() -> int:
     if args.peer == "flashinfer" and device != "cpu":
         base = Path(os.environ.setdefault("FLASHINFER_WORKSPACE_BASE", "/tmp/flashinfer_ws"))
         if args.flashinfer_cache and Path(args.flashinfer_cache).is_file():
-            with tarfile.open(args.flashinfer_cache) as tar:
-                tar.extractall(base)
+            restore_flashinfer_cache(Path(args.flashinfer_cache))
         try:
             peers = flashinfer_contenders(args.flashinfer_backend)
         except Exception as error:
