@@ -145,7 +145,9 @@ _trusted: dict = {}
 
 # A bfloat16 NaN with a payload no arithmetic produces: memory holding it was never written by the submission.
 POISON_BITS = 0x7FA5
-POISON_COPIES = 16  # several freed chunks of each size, so malloc's next pick is one of them (4 missed 1 in 10)
+POISON_COPIES = 4  # when the GPU allocator has no free block, several fresh ones
+# What a CPU worker's fresh allocations hold (MALLOC_PERTURB_=128 fills them with 0x7F bytes; see worker.py).
+MALLOC_POISON_BITS = 0x7F7F
 
 
 def _resolve(dotted: str):
@@ -188,21 +190,17 @@ def verify_untampered() -> None:
 
 
 def poison_output_memory(q, device: str) -> None:
-    """Fill free output-sized memory with POISON_BITS, so torch.empty cannot return a stale right answer.
+    """On a GPU, fill free output-sized memory with POISON_BITS, so torch.empty cannot return a stale answer.
 
     Without this, benchmark mode's checked call could get the block that held the warm-up's reference
     output for the very same seed. Only before untimed calls: emptying the GPU cache slows the next call.
+    (A CPU worker needs nothing here: its malloc fills every allocation, see worker.child_environment.)
     """
     import torch
 
-    output_bytes = q.shape[0] * q.shape[1] * 512 * 2  # a (total_q, heads, 512) bfloat16 output
     if device == "cpu":
-        # malloc tends to hand a just-freed chunk of the same size back: free a few poisoned ones.
-        blocks = [torch.empty(output_bytes * words // 2, dtype=torch.int16) for words in (1, 2)
-                  for _ in range(POISON_COPIES)]  # bfloat16 and float32 outputs
-        for block in blocks:
-            block.fill_(POISON_BITS)
-        return
+        return  # the CPU worker's malloc fills every allocation with MALLOC_POISON_BITS already
+    output_bytes = q.shape[0] * q.shape[1] * 512 * 2  # a (total_q, heads, 512) bfloat16 output
     torch.cuda.empty_cache()  # wholly free segments go back to the driver; what is left is poisoned below
     # The caching allocator carves a request from the start of a free block: poison the start of every
     # free block big enough to hold an output, by allocating each one at its exact size.
@@ -229,7 +227,8 @@ def poisoned_share(output) -> float:
         if output.element_size() not in (2, 4) or output.device.type == "meta":
             return 0.0
         bits = output.detach().contiguous().view(torch.int16)
-        return float((bits == POISON_BITS).float().mean()) if bits.numel() else 0.0
+        poisoned = (bits == POISON_BITS) | (bits == MALLOC_POISON_BITS)
+        return float(poisoned.float().mean()) if bits.numel() else 0.0
     except (RuntimeError, TypeError, AttributeError):
         return 0.0
 

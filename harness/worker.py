@@ -58,6 +58,10 @@ def child_environment(device: str, triton_interpreter: bool, base: dict | None =
         # --device cpu on a GPU machine: the submission must not reach the GPU either.
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["HIP_VISIBLE_DEVICES"] = ""
+        # Every CPU allocation starts as 0x7F bytes (glibc; macOS scribbles 0xAA), so a torch.empty output
+        # can never hold a stale right answer, such as the warm-up's reference output for the same seed.
+        env.setdefault("MALLOC_PERTURB_", "128")
+        env.setdefault("MallocPreScribble", "1")
     if triton_interpreter:
         env["TRITON_INTERPRET"] = "1"
     return env

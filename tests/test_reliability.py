@@ -144,6 +144,20 @@ def test_tables_carry_each_reason(batches):
             assert record["reason"].split("): ", 1)[-1][:40] in " ".join(run.stdout.split()), (name, run.stdout[-3000:])
 
 
+def test_uninitialised_output_cannot_reuse_the_warm_ups_answer(tmp_path):
+    """Benchmark mode checks case 1 with the warm-up's seed: a stale block could hold the right answer."""
+    env = {**os.environ, "HARNESS_LEDGER": str(tmp_path / "ledger.jsonl")}
+    cases = tmp_path / "one.yml"
+    cases.write_text("- {batchsize: 3, qseqlen: 1, kvseqlen: 257, seed: 12}\n")
+    done = subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run",
+                           str(CORPUS / "uninitialised.py"), "--device", "cpu", "--cases", str(cases),
+                           "--mode", "benchmark", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    (record,) = json.loads(done.stdout)
+    assert done.returncode == 1 and record["status"] == "fail"
+    assert "returned uninitialised memory: 100%" in record["reason"]
+
+
 def test_a_flood_leaves_a_capped_log_and_a_short_table(batches):
     run = batches["test"]
     assert len(run.stdout) < 2_000_000  # the JSON of 20 runs, not megabytes of the flood
@@ -218,6 +232,9 @@ def test_poison_pattern_is_recognised():
     wide = torch.empty((2, 16, 512), dtype=torch.float32)  # a float32 output left unwritten
     wide.view(torch.int16).fill_(protocol.POISON_BITS)
     assert protocol.poisoned_share(wide) == 1.0
+    malloc_filled = torch.empty((2, 16, 512), dtype=torch.bfloat16)  # what a CPU worker's allocations hold
+    malloc_filled.view(torch.int16).fill_(protocol.MALLOC_POISON_BITS)
+    assert protocol.poisoned_share(malloc_filled) == 1.0
     # a NaN from arithmetic is not the poison
     assert protocol.poisoned_share(torch.full((2, 16, 512), float("nan"), dtype=torch.bfloat16)) == 0.0
     assert protocol.poisoned_share(torch.empty((2, 16, 512), device="meta")) == 0.0
