@@ -236,7 +236,7 @@ def _dotted(node: ast.AST) -> str:
 
 
 def _const_str(node: ast.AST) -> str | None:
-    """The value of a string built only from literals ("ab" + "cd", "".join(["a", "b"]), f"{'a'}b")."""
+    """The value of a string built only from literals ("ab" + "cd", "".join(["a", "b"])), else None."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -281,6 +281,9 @@ class _AstRules:
                 self._attribute(node)
             elif isinstance(node, ast.Global) and any(n in ("print", "__builtins__") for n in node.names):
                 self.add("FAKE_BENCHMARK_EMIT", node, "rebinds print globally", True)
+        for node in self.tree.body:  # `print = ...` at module level swaps print for every function here
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "print" for t in node.targets):
+                self.add("FAKE_BENCHMARK_EMIT", node, "rebinds print for the whole module", True)
         self._replay_rules()
         if "custom_kernel" not in self.functions and "custom_kernel" not in self.imported and \
                 "custom_kernel" not in self.module_state:
@@ -412,8 +415,6 @@ class _AstRules:
             self.add("GLOBALS_MUTATION", node, "reaches a function's __globals__", True)
         elif node.attr == "argv" and _dotted(node) == "sys.argv":
             self.add("EVALUATOR_MODE_BRANCH", node, "reads sys.argv (the evaluator's mode); behaviour must not depend on it", True)
-        elif node.attr in ("environ", "getenv"):
-            pass  # environment reads are fine; POPCORN_* ones are caught by the constant check below
 
     def _obfuscated(self, call: ast.Call) -> bool:
         """exec/eval whose argument is decoded/decompressed, directly or through a name bound to such a call."""

@@ -81,6 +81,7 @@ def test_syntax_error_and_missing_entry_point():
     ("import torch\ntorch.allclose = lambda *a, **k: True\n", "TORCH_VALIDATION_MONKEYPATCH"),
     ("import builtins\nbuiltins.print = lambda *a, **k: None\n", "FAKE_BENCHMARK_EMIT"),
     ("print('Ranked Benchmark:')\n", "FAKE_BENCHMARK_EMIT"),
+    ("print = lambda *a, **k: None\n", "FAKE_BENCHMARK_EMIT"),
     ("print('benchmark.0.mean: 1000')\n", "FAKE_BENCHMARK_EMIT"),
     ("import base64\nexec(base64.b64decode('cHJpbnQoMSk='))\n", "OBFUSCATED_EXEC"),
     ("import zlib\npayload = zlib.decompress(b'x')\nexec(payload)\n", "OBFUSCATED_EXEC"),
