@@ -94,7 +94,7 @@ def test_an_honest_submission_passes_leaderboard_mode_with_stats(tmp_path):
     run = evaluate("reference_call.py", "leaderboard", [TINY], tmp_path)
     assert run.status == "pass"
     stats = run.results[0].stats
-    assert stats.runs == 4
+    assert stats.runs in (3, 4)  # the official rule may stop after 3 calls once err/mean < 0.1%
     assert 0 < stats.best <= stats.mean <= stats.worst
     assert protocol.geomean_ns(run) == pytest.approx(stats.mean)
 
