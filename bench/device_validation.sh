@@ -18,11 +18,11 @@ harness() { python -c "from harness.cli import main; main()" "$@"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$OUT/gpu.txt" 2>&1
 timeout 120 python bench/reference_speed.py >"$OUT/reference_speed.log" 2>&1
 echo "reference_speed exit $?" >>"$OUT/steps.txt"
-for mode in test leaderboard benchmark; do
-    start=$(date +%s)
+for step in test:100 leaderboard:200 benchmark:200; do
+    mode=${step%:*} cap=${step#*:} start=$(date +%s)
     # shellcheck disable=SC2086
-    timeout 240 python -c "from harness.cli import main; main()" run $SUBS --mode "$mode" >"$OUT/run_$mode.txt" 2>&1
-    echo "run --mode $mode exit $? in $(( $(date +%s) - start )) s" >>"$OUT/steps.txt"
+    timeout "$cap" python -c "from harness.cli import main; main()" run $SUBS --mode "$mode" >"$OUT/run_$mode.txt" 2>&1
+    echo "run --mode $mode exit $? (cap $cap s) in $(( $(date +%s) - start )) s" >>"$OUT/steps.txt"
 done
 harness scoreboard --ledger "$HARNESS_LEDGER" --output "$OUT/scoreboard.md" >"$OUT/scoreboard.log" 2>&1
 cp results/scoreboard.png "$OUT/" 2>/dev/null
