@@ -23,9 +23,9 @@ test: setup
 test-gpu: setup
 	$(BIN)/python -m pytest -q -m gpu
 
+# The scoreboard is regenerated even when a submission failed; the run's exit code is kept.
 run: setup
-	$(BIN)/harness run --all --mode benchmark
-	$(BIN)/harness scoreboard
+	$(BIN)/harness run --all --mode benchmark; status=$$?; $(BIN)/harness scoreboard && exit $$status
 
 scoreboard: setup
 	$(BIN)/harness scoreboard
