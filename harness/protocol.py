@@ -245,23 +245,16 @@ def _checked(data, output) -> tuple:
 
 
 def _timed_call(fn, device: str, flush: str):
-    """timing.time_call, but with the clocks and events taken before the submission was imported."""
-    if device == "cpu":
-        clock = _trusted_object("time.perf_counter_ns")
-        start = clock()
-        result = fn()
-        return result, clock() - start
-    synchronize = _trusted_object("torch.cuda.synchronize")
-    event = _trusted_object("torch.cuda.Event")
-    record, elapsed = _trusted_object("torch.cuda.Event.record"), _trusted_object("torch.cuda.Event.elapsed_time")
-    synchronize()
-    _trusted_object("harness.timing.flush_last_level_cache")(flush)
-    start_event, end_event = event(enable_timing=True), event(enable_timing=True)
-    record(start_event)
-    result = fn()
-    record(end_event)
-    synchronize()
-    return result, elapsed(start_event, end_event) * 1e6
+    """timing.time_call with the clocks, events and flush taken before the submission was imported."""
+    clocks = timing.Clocks(
+        perf_counter_ns=_trusted_object("time.perf_counter_ns"),
+        synchronize=_trusted_object("torch.cuda.synchronize"),
+        event=_trusted_object("torch.cuda.Event"),
+        record=_trusted_object("torch.cuda.Event.record"),
+        elapsed_time=_trusted_object("torch.cuda.Event.elapsed_time"),
+        flush=_trusted_object("harness.timing.flush_last_level_cache"),
+    )
+    return timing.time_call(fn, device, flush, clocks)
 
 
 def clone_data(data):

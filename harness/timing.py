@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import math
 import time
+from typing import Callable
 
 import torch
 
@@ -118,18 +119,29 @@ def _sleep_cycles(device_index: int, milliseconds: float) -> int:
     return int(cycles_per_ms * milliseconds)
 
 
-def time_call(fn, device: str, flush: str):
+@dataclasses.dataclass(frozen=True)
+class Clocks:
+    """The primitives time_call times with. The worker passes the originals it took before importing a
+    submission, so a submission that replaces torch.cuda.Event or time.perf_counter_ns cannot fool it."""
+    perf_counter_ns: Callable = time.perf_counter_ns
+    synchronize: Callable = torch.cuda.synchronize
+    event: Callable = torch.cuda.Event
+    record: Callable = torch.cuda.Event.record
+    elapsed_time: Callable = torch.cuda.Event.elapsed_time
+    flush: Callable = flush_last_level_cache
+
+
+def time_call(fn, device: str, flush: str, clocks: Clocks = Clocks()):
     """(fn's result, duration in ns): device events around the call on a GPU, perf_counter_ns on the CPU."""
-    synchronize(device)
-    flush_last_level_cache(flush)
     if device == "cpu":
-        start = time.perf_counter_ns()
+        start = clocks.perf_counter_ns()
         result = fn()
-        return result, time.perf_counter_ns() - start
-    start_event = torch.cuda.Event(enable_timing=True)
-    end_event = torch.cuda.Event(enable_timing=True)
-    start_event.record()
+        return result, clocks.perf_counter_ns() - start
+    clocks.synchronize()
+    clocks.flush(flush)
+    start_event, end_event = clocks.event(enable_timing=True), clocks.event(enable_timing=True)
+    clocks.record(start_event)
     result = fn()
-    end_event.record()
-    torch.cuda.synchronize()
-    return result, start_event.elapsed_time(end_event) * 1e6
+    clocks.record(end_event)
+    clocks.synchronize()
+    return result, clocks.elapsed_time(start_event, end_event) * 1e6
