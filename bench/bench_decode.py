@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import statistics
 import sys
@@ -190,7 +189,7 @@ def leaderboard_check(call, spec: dict, calls: int, device: str) -> dict:
 
 def geomean(values):
     values = [v for v in values if v]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+    return statistics.geometric_mean(values) if values else None
 
 
 def save(results: dict, out: Path) -> None:

@@ -16,7 +16,7 @@ logs of every run) to $OUT when it is set. Usage:
 """
 import argparse
 import json
-import math
+import statistics
 import os
 import shutil
 import subprocess
@@ -66,7 +66,7 @@ def official_results(parsed: dict) -> list:
 def geomean(values: list):
     if not values or any(v is None or v <= 0 for v in values):
         return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
+    return statistics.geometric_mean(values)
 
 
 def compare(series: dict, baseline: str) -> tuple:

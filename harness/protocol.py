@@ -11,7 +11,7 @@ Read it top to bottom like eval.py:
 import dataclasses
 import datetime
 import json
-import math
+import statistics
 import os
 import sys
 from pathlib import Path
@@ -575,7 +575,7 @@ def geomean_ns(run: RunResult) -> float | None:
     means = [r.stats.mean for r in run.results if r.stats is not None]
     if not means or len(means) != len(run.results) or min(means) <= 0:
         return None
-    return math.exp(sum(math.log(m) for m in means) / len(means))
+    return statistics.geometric_mean(means)
 
 
 def record(run: RunResult) -> dict:

@@ -7,7 +7,7 @@ Everything here only reads the ledger.
 """
 from __future__ import annotations
 
-import math
+import statistics
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -118,7 +118,7 @@ def geomean(values) -> float | None:
     values = list(values)
     if not values or any(v is None or v <= 0 for v in values):
         return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
+    return statistics.geometric_mean(values)
 
 
 def submission_key(record: dict):
