@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import ledger, remote
+from harness import ledger, popcorn_report, remote
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "popcorn"
@@ -72,30 +72,30 @@ seed: 4220; qseqlen: 1; kvseqlen: 8192; batchsize: 4
     ("45.0 µs", 45000, None, 100),
 ])
 def test_printed_times_convert_to_ns_with_their_resolution(text, value_ns, err_ns, resolution_ns):
-    value, err = remote.parse_time(text)
+    value, err = popcorn_report.parse_time(text)
     assert value.ns == pytest.approx(value_ns)
     assert value.resolution_ns == pytest.approx(resolution_ns)
     assert (err.ns if err else None) == (pytest.approx(err_ns) if err_ns is not None else None)
 
 
 def test_missing_time_is_none_and_garbage_is_refused():
-    assert remote.parse_time("–") == (None, None)
-    with pytest.raises(remote.ReportFormatError):
-        remote.parse_time("fast")
-    with pytest.raises(remote.ReportFormatError):
-        remote.parse_time("12 parsecs")
+    assert popcorn_report.parse_time("–") == (None, None)
+    with pytest.raises(popcorn_report.ReportFormatError):
+        popcorn_report.parse_time("fast")
+    with pytest.raises(popcorn_report.ReportFormatError):
+        popcorn_report.parse_time("12 parsecs")
 
 
 def test_spec_is_read_by_key_not_position():
-    assert remote.parse_spec("seed: 4217; qseqlen: 1; kvseqlen: 1024; batchsize: 4") == spec(4, 1024, 4217)
-    assert remote.parse_spec("batchsize: 4; qseqlen: 1; kvseqlen: 1024; seed: 4217") == spec(4, 1024, 4217)
-    assert remote.parse_spec("None") is None
+    assert popcorn_report.parse_spec("seed: 4217; qseqlen: 1; kvseqlen: 1024; batchsize: 4") == spec(4, 1024, 4217)
+    assert popcorn_report.parse_spec("batchsize: 4; qseqlen: 1; kvseqlen: 1024; seed: 4217") == spec(4, 1024, 4217)
+    assert popcorn_report.parse_spec("None") is None
 
 
 # ------------------------------------------------------------------------------------ text reports
 
 def test_example_a_benchmark_mode():
-    report = remote.parse_report("\n" + EXAMPLE_A + "\n")  # stdout: popcorn prints a newline first
+    report = popcorn_report.parse_report("\n" + EXAMPLE_A + "\n")  # stdout: popcorn prints a newline first
     assert report.generation == "text"
     (run,) = report.runs
     assert (run.run, run.delivered) == ("public", True)
@@ -111,7 +111,7 @@ def test_example_a_benchmark_mode():
 
 
 def test_example_b_test_mode_with_a_failing_test():
-    (run,) = remote.parse_report(fixture("test_failure_v1315.txt")).runs
+    (run,) = popcorn_report.parse_report(fixture("test_failure_v1315.txt")).runs
     (stage,) = run.stages
     assert (stage.name, stage.status, stage.verdict) == ("test", "fail", "❌ Testing failed")
     assert [r.status for r in stage.results] == ["pass", "fail", "pass", "pass"]
@@ -126,7 +126,7 @@ def test_example_b_test_mode_with_a_failing_test():
 
 
 def test_leaderboard_mode_keeps_public_and_secret_runs_apart():
-    report = remote.parse_report(fixture("leaderboard_success_v1315.txt"))
+    report = popcorn_report.parse_report(fixture("leaderboard_success_v1315.txt"))
     public, secret = report.runs
     assert (public.run, secret.run) == ("public", "secret")
     assert [(s.name, s.status) for s in public.stages] == [("test", "pass"), ("benchmark", "pass"),
@@ -148,7 +148,7 @@ def test_leaderboard_mode_keeps_public_and_secret_runs_apart():
 
 
 def test_ranked_failure_leaves_later_shapes_missing():
-    public, secret = remote.parse_report(fixture("leaderboard_ranked_failure_v1315.txt")).runs
+    public, secret = popcorn_report.parse_report(fixture("leaderboard_ranked_failure_v1315.txt")).runs
     ranked = public.stages[2]
     assert (ranked.name, ranked.status) == ("leaderboard", "fail")
     assert [r.status for r in ranked.results] == ["pass", "pass", "fail"] + ["skip"] * 5
@@ -162,9 +162,9 @@ def test_ranked_failure_leaves_later_shapes_missing():
 
 
 def test_runner_failure_and_server_timeout():
-    (run,) = remote.parse_report(fixture("runner_failure_v1315.txt")).runs
+    (run,) = popcorn_report.parse_report(fixture("runner_failure_v1315.txt")).runs
     assert not run.delivered and run.failure == "Could not download artifacts" and run.stages == []
-    (run,) = remote.parse_report(fixture("test_timeout_v1315.txt")).runs
+    (run,) = popcorn_report.parse_report(fixture("test_timeout_v1315.txt")).runs
     (stage,) = run.stages
     assert stage.status == "error" and "timed out" in stage.reason and "900.12" in stage.reason
     assert 'File "/tmp/tmpa1b2c3d4/submission.py", line 12' in run.logs["Program stderr"]
@@ -176,7 +176,7 @@ def test_a_crash_after_an_earlier_stage_log_is_attributed_to_its_stage():
             '✅ seed: 4220; qseqlen: 1; kvseqlen: 1024; batchsize: 4\n> Maximum error: tensor(0.03)```'
             '# Running failed\nCommand ```bash\npython3 eval.py benchmark /tmp/tmpq```\n'
             'exited with error code **1** after 12.34 seconds.\n\n## Program stderr:\n```\nSegmentation fault```"')
-    (run,) = remote.parse_report(text).runs
+    (run,) = popcorn_report.parse_report(text).runs
     test, bench = run.stages
     assert (test.status, len(test.results)) == ("pass", 1)
     assert bench.status == "error"
@@ -185,14 +185,14 @@ def test_a_crash_after_an_earlier_stage_log_is_attributed_to_its_stage():
 
 
 def test_a_compile_failure_is_one_error_record():
-    (run,) = remote.parse_report('"**MI355X on GitHub ✅ success**\n> ❌ Compilation failed\n"').runs
+    (run,) = popcorn_report.parse_report('"**MI355X on GitHub ✅ success**\n> ❌ Compilation failed\n"').runs
     assert run.stages == [] and run.failure == "compilation failed on the server"
-    (record,) = remote.records_from_report(remote.Report("text", [run]), context("test"), "2026-04-06T21:30:00+00:00")
+    (record,) = remote.records_from_report(popcorn_report.Report("text", [run]), context("test"), "2026-04-06T21:30:00+00:00")
     assert (record["mode"], record["status"], record["reason"]) == ("test", "error", "compilation failed on the server")
 
 
 def test_escaped_quotes_backslashes_and_tabs_are_undone():
-    (run,) = remote.parse_report(fixture("test_success_v1315.txt")).runs
+    (run,) = popcorn_report.parse_report(fixture("test_success_v1315.txt")).runs
     assert run.logs["Program stderr"] == 'UserWarning: "fp8" path taken for C:\\temp\\kv\tcolumn 2\nwarnings.warn("done")'
     assert [s.status for s in run.stages] == ["pass"] and len(run.stages[0].results) == 4
 
@@ -207,27 +207,27 @@ def test_split_reports_inverts_popcorn_post_processing():
     tricky = ['**A ✅ success**\n> line "quoted", with \\ a backslash',
               'a literal backslash-n \\n, a doubled one \\\\n, a backslash at a line end \\\nand "," inside',
               'tab\there, control \x01 char, glyphs ⏱ ⚡ 🐌 µ –\n']
-    assert remote.split_reports(popcorn_printout(tricky)) == tricky
-    assert remote.split_reports(json.dumps(tricky, ensure_ascii=False)) == tricky  # the raw array, unprocessed
+    assert popcorn_report.split_reports(popcorn_printout(tricky)) == tricky
+    assert popcorn_report.split_reports(json.dumps(tricky, ensure_ascii=False)) == tricky  # the raw array, unprocessed
 
 
 def test_unknown_output_is_a_format_error():
     for text in ("", "Submission accepted", '"**unterminated'):
-        with pytest.raises(remote.ReportFormatError):
-            remote.parse_report(text)
+        with pytest.raises(popcorn_report.ReportFormatError):
+            popcorn_report.parse_report(text)
 
 
 # ------------------------------------------------------------------------------------ JSON generation
 
 def test_json_summary_generation_has_exact_scores_and_no_timings():
-    report = remote.parse_report("\n" + fixture("json_leaderboard_v1323.txt"))
+    report = popcorn_report.parse_report("\n" + fixture("json_leaderboard_v1323.txt"))
     assert report.generation == "json"
     assert [(r.run, r.stages[0].name, r.stages[0].status) for r in report.runs] == [
         ("public", "test", "pass"), ("public", "benchmark", "pass"), ("public", "leaderboard", "pass"),
         ("secret", "leaderboard", "pass")]
     assert report.runs[2].score == 0.00009214 and not report.runs[2].score_approximate
     assert report.runs[3].score == 0.00009251
-    (run,) = remote.parse_report(fixture("json_test_failed_v1323.txt")).runs
+    (run,) = popcorn_report.parse_report(fixture("json_test_failed_v1323.txt")).runs
     assert run.stages[0].status == "fail"
 
 
@@ -240,7 +240,7 @@ def context(mode="leaderboard"):
 
 
 def test_records_one_per_run_and_stage_with_rounding_noted():
-    report = remote.parse_report(fixture("leaderboard_success_v1315.txt"))
+    report = popcorn_report.parse_report(fixture("leaderboard_success_v1315.txt"))
     records = remote.records_from_report(report, context(), "2026-04-06T21:30:00+00:00")
     assert [(r["remote"]["run"], r["mode"], r["status"]) for r in records] == [
         ("public", "test", "pass"), ("public", "benchmark", "pass"), ("public", "leaderboard", "pass"),
