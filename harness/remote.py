@@ -41,6 +41,8 @@ from typing import Callable
 
 from harness import __version__
 from harness import ledger
+from harness.aot import compile_submission
+from harness.lint import lint_file
 from harness.popcorn_report import Report, ReportFormatError, ShapeResult, Stage, parse_report
 
 # ---------------------------------------------------------------------------------------------
@@ -368,10 +370,6 @@ class GateVerdict:
 
 
 def _lint_check(path: Path) -> GateCheck:
-    try:
-        from harness.lint import lint_file
-    except ImportError:
-        return GateCheck("lint", False, ["harness.lint is not available, so the server's rules were not checked"])
     findings = lint_file(path)
     blocking = [f for f in findings if f.blocking]
     lines = [f"{path.name}:{f.line}: {f.rule} {f.message}" for f in (blocking or findings)]
@@ -411,10 +409,6 @@ def _local_run_check(path: Path) -> GateCheck:
 
 
 def _aot_check(path: Path) -> GateCheck:
-    try:
-        from harness.aot import compile_submission
-    except ImportError:
-        return GateCheck("gfx950 compile", False, ["harness.aot is not available to compile the Triton kernels"])
     try:
         reports = compile_submission(path, "gfx950")
     except Exception as error:  # noqa: BLE001 - any compiler failure is the gate's verdict, in one line
