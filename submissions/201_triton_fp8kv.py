@@ -1,0 +1,321 @@
+#!POPCORN leaderboard amd-mixed-mla
+#!POPCORN gpu MI355X
+"""Portable Triton MLA decode (DeepSeek-R1 forward_absorb) over the fp8 KV cache: half the bytes of bf16.
+
+Why fp8: the best bf16 kernels already run at ~97% of the H200's copy bandwidth, so only fewer bytes per
+token can beat them; fp8 reads 576 B per token (bf16 1152) and needs no software decode on either vendor
+(Hopper wgmma and gfx950 MFMA both take e4m3 operands). bench/NOTES.md (issue 12) has the measurements.
+
+Work layout, per (split, sequence) program:
+- Q is quantized once per program to the KV's fp8 type with one scale per head.
+- Every BLOCK_N-token tile is loaded once and serves all 16 heads. Tokens are the M dim of the score dot
+  (S^T = K Q^T, fp8 x fp8, fp32 accumulate), so on Hopper it is one warpgroup's wgmma with the tile read
+  from shared memory, and on gfx950 an fp8 MFMA.
+- Values are the first 512 dims of the same tile (no second load). P.V contracts over tokens, which an
+  fp8 matrix instruction on Hopper cannot take from a token-major tile, so by default the value tile is
+  upcast to fp16 (exact for e4m3) and P is fp16 (PV_FP8 = False); PV_FP8 = True keeps both in fp8 (P
+  scaled by 2^8 into e4m3's normal range), which is what gfx950's MFMA takes without a conversion.
+- Several splits of one sequence: each writes a normalized fp32 partial plus its log2-sum-exp; with
+  FUSED_REDUCE the program that finishes last for a sequence (an atomic counter, reset by that program)
+  merges them in the same launch, otherwise a small reduce kernel does. One split writes bf16 directly.
+- The split count comes from a wave model (programs per SM/CU from the compiler's resource figures).
+
+custom_kernel picks the launch options per platform (torch.version.hip / device capability). Runs on
+NVIDIA, AMD and under TRITON_INTERPRET=1 on a CPU.
+"""
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from task import input_t, output_t
+
+NUM_HEADS = 16
+QK_DIM = 576
+V_DIM = 512
+ROPE_DIM = QK_DIM - V_DIM
+K_HEADS = tl.constexpr(NUM_HEADS)
+K_QK_DIM = tl.constexpr(QK_DIM)
+K_V_DIM = tl.constexpr(V_DIM)
+K_ROPE_DIM = tl.constexpr(ROPE_DIM)
+
+INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+_PLAN_CACHE: dict = {}  # per-shape launch plans and scratch buffers (never outputs)
+
+
+@triton.jit
+def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, seq, num_splits, SPLITS_POW2: tl.constexpr,
+                  ATOMIC_READ: tl.constexpr):
+    """out[seq] = the log2-sum-exp weighted sum of the num_splits normalized partials, all 16 heads."""
+    H: tl.constexpr = K_HEADS
+    splits = tl.arange(0, SPLITS_POW2)
+    heads = tl.arange(0, H)
+    dims = tl.arange(0, K_V_DIM)
+    first = seq * num_splits * H
+    rows = first + splits[:, None] * H + heads[None, :]  # (splits, heads)
+    live = splits[:, None] < num_splits
+    if ATOMIC_READ:  # written by other programs of this launch: read past the (non-coherent) L1
+        lse = tl.load(part_lse_ptr + rows, mask=live, other=float("-inf"), cache_modifier=".cg")
+    else:
+        lse = tl.load(part_lse_ptr + rows, mask=live, other=float("-inf"))
+    top = tl.max(lse, 0)
+    top = tl.where(top == float("-inf"), 0.0, top)
+    total = tl.maximum(tl.sum(tl.exp2(lse - top[None, :]), 0), 1e-30)
+    o = tl.zeros((H, K_V_DIM), tl.float32)
+    for split in range(0, num_splits):
+        row = first + split * H + heads
+        if ATOMIC_READ:
+            w = tl.exp2(tl.load(part_lse_ptr + row, cache_modifier=".cg") - top)
+            part = tl.load(part_o_ptr + row[:, None] * K_V_DIM + dims[None, :], cache_modifier=".cg")
+        else:
+            w = tl.exp2(tl.load(part_lse_ptr + row) - top)
+            part = tl.load(part_o_ptr + row[:, None] * K_V_DIM + dims[None, :])
+        o += part * w[:, None]
+    o = o / total[:, None]
+    tl.store(out_ptr + (seq * H + heads[:, None]) * K_V_DIM + dims[None, :], o.to(tl.bfloat16))
+
+
+@triton.jit
+def mla_fp8_kernel(
+    q_ptr, q_stride_t, q_stride_h,
+    kv_ptr, kv_scale_ptr,
+    kv_indptr_ptr,
+    out_ptr, part_o_ptr, part_lse_ptr, counter_ptr,
+    sm_scale,
+    num_splits,
+    WRITE_FINAL: tl.constexpr,   # one split per sequence: normalized bf16 straight to the output
+    FUSED_REDUCE: tl.constexpr,  # several splits: the last program of a sequence merges them
+    SPLITS_POW2: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    PV_FP8: tl.constexpr,        # P.V in fp8 (P x 2^8 in e4m3) instead of fp16
+    PV_CHUNKS: tl.constexpr = 1,  # 1: one 512-dim P.V dot; 4: four 128-dim dots
+    CHUNKS_RELOAD: tl.constexpr = False,  # PV_CHUNKS 4: load the chunks again instead of cutting the tile
+):
+    split = tl.program_id(0)
+    seq = tl.program_id(1)
+    H: tl.constexpr = K_HEADS
+    kv_start = tl.load(kv_indptr_ptr + seq)
+    kv_end = tl.load(kv_indptr_ptr + seq + 1)
+    per_split = tl.cdiv(tl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
+    lo = kv_start + split * per_split
+    hi = tl.minimum(lo + per_split, kv_end)
+
+    heads = tl.arange(0, H)
+    dn = tl.arange(0, K_V_DIM)
+    dr = tl.arange(0, K_ROPE_DIM)
+    q_row = q_ptr + seq * q_stride_t + heads[None, :] * q_stride_h
+    qt_nope = tl.load(q_row + dn[:, None]).to(tl.float32)  # (512, 16) = Q^T
+    qt_rope = tl.load(q_row + K_V_DIM + dr[:, None]).to(tl.float32)  # (64, 16)
+    amax = tl.maximum(tl.max(tl.abs(qt_nope), 0), tl.max(tl.abs(qt_rope), 0))
+    q_scale = tl.maximum(amax, 1e-12) / 448.0
+    fp8: tl.constexpr = kv_ptr.dtype.element_ty
+    qt8_nope = (qt_nope / q_scale[None, :]).to(fp8)
+    qt8_rope = (qt_rope / q_scale[None, :]).to(fp8)
+    kv_scale = tl.load(kv_scale_ptr)
+    log2e: tl.constexpr = 1.4426950408889634
+    score_scale = (sm_scale * log2e * kv_scale) * q_scale  # (16,)
+
+    m_i = tl.full((H,), float("-inf"), tl.float32)
+    l_i = tl.zeros((H,), tl.float32)
+    acc = tl.zeros((K_V_DIM, H), tl.float32)  # O^T (PV_CHUNKS == 1)
+    acc0 = tl.zeros((128, H), tl.float32)  # O^T by 128-dim chunks (PV_CHUNKS == 4)
+    acc1 = tl.zeros((128, H), tl.float32)
+    acc2 = tl.zeros((128, H), tl.float32)
+    acc3 = tl.zeros((128, H), tl.float32)
+    tok = tl.arange(0, BLOCK_N)
+    dc = tl.arange(0, 128)
+    for start in range(lo, hi, BLOCK_N):
+        rows = start + tok
+        ok = rows < hi
+        k8 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + dn[None, :], mask=ok[:, None], other=0.0)
+        kr8 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + K_V_DIM + dr[None, :], mask=ok[:, None], other=0.0)
+        s = tl.dot(k8, qt8_nope)
+        s = tl.dot(kr8, qt8_rope, s)  # (BLOCK_N, 16) = scores^T
+        s = tl.where(ok[:, None], s * score_scale[None, :], float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 0))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[None, :])
+        l_i = l_i * alpha + tl.sum(p, 0)
+        if PV_FP8:
+            pb = (p * 256.0).to(fp8)
+        else:
+            pb = p.to(tl.float16)
+        if PV_CHUNKS == 1:
+            if PV_FP8:
+                acc = tl.dot(tl.trans(k8), pb, acc * alpha[None, :])
+            else:
+                acc = tl.dot(tl.trans(k8.to(tl.float16)), pb, acc * alpha[None, :])
+        else:
+            if CHUNKS_RELOAD:  # each 128-dim value chunk loaded again (an L1/L2 hit) in its own layout
+                v0 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 0 + dc[None, :], mask=ok[:, None], other=0.0)
+                v1 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 128 + dc[None, :], mask=ok[:, None], other=0.0)
+                v2 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 256 + dc[None, :], mask=ok[:, None], other=0.0)
+                v3 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 384 + dc[None, :], mask=ok[:, None], other=0.0)
+            else:  # cut out of the score tile: dims 128 c + j -> (token, j, c)
+                quad = tl.permute(tl.reshape(k8, (BLOCK_N, 2, 2, 128)), (0, 3, 1, 2))
+                half0, half1 = tl.split(quad)  # by bit 0 of the chunk index
+                v0, v2 = tl.split(half0)
+                v1, v3 = tl.split(half1)
+            if PV_FP8:
+                acc0 = tl.dot(tl.trans(v0), pb, acc0 * alpha[None, :])
+                acc1 = tl.dot(tl.trans(v1), pb, acc1 * alpha[None, :])
+                acc2 = tl.dot(tl.trans(v2), pb, acc2 * alpha[None, :])
+                acc3 = tl.dot(tl.trans(v3), pb, acc3 * alpha[None, :])
+            else:
+                acc0 = tl.dot(tl.trans(v0.to(tl.float16)), pb, acc0 * alpha[None, :])
+                acc1 = tl.dot(tl.trans(v1.to(tl.float16)), pb, acc1 * alpha[None, :])
+                acc2 = tl.dot(tl.trans(v2.to(tl.float16)), pb, acc2 * alpha[None, :])
+                acc3 = tl.dot(tl.trans(v3.to(tl.float16)), pb, acc3 * alpha[None, :])
+        m_i = m_new
+
+    safe_l = tl.where(l_i > 0, l_i, 1.0)
+    norm = kv_scale / safe_l
+    if PV_FP8:
+        norm = norm * (1.0 / 256.0)
+    if WRITE_FINAL:
+        dst = out_ptr + seq * H * K_V_DIM + heads[None, :] * K_V_DIM
+        if PV_CHUNKS == 1:
+            tl.store(dst + dn[:, None], (acc * norm[None, :]).to(tl.bfloat16))
+        else:
+            tl.store(dst + 0 + dc[:, None], (acc0 * norm[None, :]).to(tl.bfloat16))
+            tl.store(dst + 128 + dc[:, None], (acc1 * norm[None, :]).to(tl.bfloat16))
+            tl.store(dst + 256 + dc[:, None], (acc2 * norm[None, :]).to(tl.bfloat16))
+            tl.store(dst + 384 + dc[:, None], (acc3 * norm[None, :]).to(tl.bfloat16))
+    else:
+        lse = tl.where(l_i > 0, m_i + tl.log2(safe_l), float("-inf"))
+        part = (seq * num_splits + split) * H
+        dst = part_o_ptr + (part + heads[None, :]) * K_V_DIM
+        if PV_CHUNKS == 1:
+            tl.store(dst + dn[:, None], acc * norm[None, :])
+        else:
+            tl.store(dst + 0 + dc[:, None], acc0 * norm[None, :])
+            tl.store(dst + 128 + dc[:, None], acc1 * norm[None, :])
+            tl.store(dst + 256 + dc[:, None], acc2 * norm[None, :])
+            tl.store(dst + 384 + dc[:, None], acc3 * norm[None, :])
+        tl.store(part_lse_ptr + part + heads, lse)
+        if FUSED_REDUCE:
+            tl.debug_barrier()  # every thread's partial stores precede the release below
+            done = tl.atomic_add(counter_ptr + seq, 1, sem="acq_rel", scope="gpu")
+            if done == num_splits - 1:
+                _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, seq, num_splits, SPLITS_POW2, True)
+                tl.atomic_xchg(counter_ptr + seq, 0, sem="relaxed", scope="gpu")  # ready for the next call
+
+
+@triton.jit
+def mla_merge_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_POW2: tl.constexpr):
+    """One program per sequence: merge its splits (the unfused path)."""
+    _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, tl.program_id(0), num_splits, SPLITS_POW2, False)
+
+
+def _compute_units(device: torch.device) -> int:
+    if device.type == "cpu":
+        return 4
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, programs_per_cu: int,
+                  min_tokens: int = 128, split_cost_tiles: float = 1.0) -> int:
+    """Splits per sequence minimizing (waves x tiles per program) + the cost of merging the partials.
+
+    Merging costs about split_cost_tiles tiles of time (a reduce launch or the last program's merge,
+    ~ its 32 KB partial per split read back); batches that fill the device keep one split.
+    """
+    slots = compute_units * programs_per_cu
+    most = max(1, min(64, mean_kv // min_tokens))
+    best, best_cost = 1, None
+    for splits in range(1, most + 1):
+        waves = -(-batch * splits // slots)
+        tiles = -(-(-(-mean_kv // splits)) // block_n)
+        cost = waves * tiles + ((split_cost_tiles + splits / 8.0) if splits > 1 else 0.0)
+        if best_cost is None or cost < best_cost - 1e-9:
+            best, best_cost = splits, cost
+    return best
+
+
+def platform_defaults(device: torch.device) -> dict:
+    """Launch options per platform (bench/NOTES.md, issue 12, has the measurements behind them)."""
+    plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 0, "pv_chunks": 1, "reload": 0, "fused": 1, "programs_per_cu": 2,
+            "splits": None, "min_tokens": 128}
+    if device.type == "cpu":
+        plan.update(num_stages=1, programs_per_cu=1)
+    elif torch.version.hip:
+        plan.update(num_stages=2, pv_fp8=1, programs_per_cu=2)  # gfx950 MFMA takes fp8 P.V as is
+    return plan
+
+
+def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
+    key = (q.device, q.shape[0], total_kv, batch, tuple(sorted(tuning.items())))
+    plan = _PLAN_CACHE.get(key)
+    if plan is None:
+        plan = platform_defaults(q.device)
+        plan.update(tuning)
+        if plan["splits"] is None:
+            plan["splits"] = choose_splits(batch, max(1, total_kv // batch), _compute_units(q.device),
+                                           plan["block_n"], plan["programs_per_cu"], plan["min_tokens"])
+        rows = batch * plan["splits"] * NUM_HEADS
+        if plan["splits"] > 1:
+            plan["part_o"] = torch.empty((rows, V_DIM), dtype=torch.float32, device=q.device)
+            plan["part_lse"] = torch.empty((rows,), dtype=torch.float32, device=q.device)
+            plan["counter"] = torch.zeros((batch,), dtype=torch.int32, device=q.device)
+        _PLAN_CACHE[key] = plan
+    return plan
+
+
+def mla_decode(data: input_t, **tuning) -> output_t:
+    """The fp8-KV decode; tuning may set splits, block_n, num_warps, num_stages, pv_fp8, fused."""
+    q, kv_data, qo_indptr, kv_indptr, config = data
+    batch = config["batch_size"]
+    if q.shape[0] != batch:
+        raise ValueError(f"only q_seq_len = 1 is supported, got {q.shape[0]} queries for {batch} sequences")
+    if q.stride(-1) != 1:
+        q = q.contiguous()
+    kv8, kv_scale = kv_data["fp8"]
+    kv = kv8.reshape(kv8.shape[0], QK_DIM)
+    plan = _plan(q, kv.shape[0], batch, tuning)
+    out = torch.empty((batch, NUM_HEADS, V_DIM), dtype=torch.bfloat16, device=q.device)
+    splits = plan["splits"]
+    fused = bool(plan["fused"]) and splits > 1
+    if splits > 1:
+        part_o, part_lse, counter = plan["part_o"], plan["part_lse"], plan["counter"]
+    else:
+        part_o, part_lse, counter = out, out, kv_indptr
+    pow2 = triton.next_power_of_2(splits)
+    mla_fp8_kernel[(splits, batch)](
+        q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse, counter,
+        float(config["sm_scale"]), splits,
+        WRITE_FINAL=splits == 1, FUSED_REDUCE=fused, SPLITS_POW2=pow2, BLOCK_N=plan["block_n"],
+        PV_FP8=bool(plan["pv_fp8"]), PV_CHUNKS=plan["pv_chunks"], CHUNKS_RELOAD=bool(plan["reload"]),
+        num_warps=plan["num_warps"], num_stages=plan["num_stages"],
+    )
+    if splits > 1 and not fused:
+        mla_merge_kernel[(batch,)](part_o, part_lse, out, splits, SPLITS_POW2=pow2, num_warps=4)
+    return out
+
+
+def custom_kernel(data: input_t) -> output_t:
+    return mla_decode(data)
+
+
+# Representative launches for ahead-of-time compilation (the convention of harness/aot.py).
+_ARGS = {
+    "q_ptr": "*bf16:16", "q_stride_t": "i32:16", "q_stride_h": "i32:16",
+    "kv_ptr": "*fp8e4nv:16", "kv_scale_ptr": "*fp32:16", "kv_indptr_ptr": "*i32:16",
+    "out_ptr": "*bf16:16", "part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "counter_ptr": "*i32:16",
+    "sm_scale": "fp32", "num_splits": "i32",
+}
+AOT_SPECS = [
+    {"kernel": "mla_fp8_kernel", "label": "fp16 P.V, fused merge", "signature": _ARGS,
+     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 16, "BLOCK_N": 64, "PV_FP8": False},
+     "num_warps": 4, "num_stages": 2},
+    {"kernel": "mla_fp8_kernel", "label": "fp8 P.V, fused merge", "signature": _ARGS,
+     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 16, "BLOCK_N": 64, "PV_FP8": True},
+     "num_warps": 4, "num_stages": 2},
+    {"kernel": "mla_fp8_kernel", "label": "fp16 P.V, final output", "signature": _ARGS,
+     "constexprs": {"WRITE_FINAL": True, "FUSED_REDUCE": False, "SPLITS_POW2": 1, "BLOCK_N": 64, "PV_FP8": False},
+     "num_warps": 4, "num_stages": 2},
+    {"kernel": "mla_merge_kernel", "label": "merge 16 splits",
+     "signature": {"part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "out_ptr": "*bf16:16", "num_splits": "i32"},
+     "constexprs": {"SPLITS_POW2": 16}, "num_warps": 4},
+]
