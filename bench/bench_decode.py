@@ -105,6 +105,52 @@ def our_contenders(variants: list[str]) -> dict:
     return found
 
 
+def contenders_201(variants: list[str]) -> dict:
+    """201's custom_kernel plus variants 'name=key:value,...' passed to its mla_decode (all integer options)."""
+    module = load_submission("201")
+    if module is None:
+        return {}
+    found = {"201": (None, lambda data, _: module.custom_kernel(data))}
+    for text in variants:
+        name, _, options = text.partition("=")
+        tuning = {key: int(value) for key, _, value in
+                  (pair.partition(":") for pair in filter(None, options.split(",")))}
+        found[f"201/{name}"] = (None, lambda data, _, t=dict(tuning): module.mla_decode(data, **t))
+    return found
+
+
+def flashmla_contenders(kit: Path) -> dict:
+    """DeepSeek's FlashMLA dense decode (bf16 KV, page 64), built from the peers kit (../shared/peers/flashmla).
+
+    The kit's own build function compiles it (~90 s); our contiguous KV is viewed as 64-token pages
+    with an identity block table, so every official shape (multiples of 64 tokens) runs as it is.
+    """
+    spec = importlib.util.spec_from_file_location("run_flashmla", kit / "run_flashmla.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    ext, info = runner.build_extension(os.environ.get("FLASHMLA_BUILD_DIR", "/tmp/flashmla_build"))
+    flash_mla = runner.import_flash_mla(ext)
+    print(f"flashmla built in {info.get('build_seconds')} s with CUTLASS {info.get('cutlass_tag')}", flush=True)
+
+    def setup(data):
+        q, kv_data, qo_indptr, kv_indptr, config = data
+        batch = config["batch_size"]
+        kv = kv_data["bf16"].reshape(-1, 64, 1, 576)
+        lens = (kv_indptr[1:] - kv_indptr[:-1]).to(torch.int32)
+        blocks = int(lens.max().item()) // 64
+        table = (kv_indptr[:-1, None] // 64 + torch.arange(blocks, device=q.device)[None, :]).to(torch.int32)
+        sched, splits = flash_mla.get_mla_metadata(lens, 16, 1)
+        return kv, table, lens, sched, splits, float(config["sm_scale"]), batch
+
+    def call(data, state):
+        kv, table, lens, sched, splits, sm_scale, batch = state
+        out, _ = flash_mla.flash_mla_with_kvcache(data[0].view(batch, 1, 16, 576), kv, table, lens, 512, sched,
+                                                  splits, softmax_scale=sm_scale, causal=False)
+        return out.view(batch, 16, 512)
+
+    return {"flashmla/bf16": (setup, call)}
+
+
 def seed_contenders(numbers: list[str]) -> dict:
     found = {}
     for number in numbers:
@@ -154,12 +200,30 @@ def flashinfer_contenders(backend: str) -> dict:
 # Measuring
 # ---------------------------------------------------------------------------------------------
 
-def time_contender(setup, call, data, reps: int, device: str) -> dict:
+def exact_attention(data) -> torch.Tensor:
+    """fp32 attention of the bf16 Q over the bf16 KV: the yardstick of the fidelity figure."""
+    q, kv_data, _, kv_indptr, config = data
+    kv = kv_data["bf16"].reshape(-1, 576)
+    out = torch.empty((q.shape[0], 16, 512), dtype=torch.float32, device=q.device)
+    bounds = kv_indptr.tolist()
+    for b in range(q.shape[0]):
+        k = kv[bounds[b]:bounds[b + 1]].float()
+        out[b] = torch.softmax((q[b].float() @ k.T) * config["sm_scale"], dim=-1) @ k[:, :512]
+    return out
+
+
+def rel_error(output: torch.Tensor, exact: torch.Tensor) -> float:
+    return float((output.float() - exact).norm() / exact.norm())
+
+
+def time_contender(setup, call, data, reps: int, device: str, exact: torch.Tensor | None = None) -> dict:
     state = setup(data) if setup else None
     output = call(data, state)
     timing.synchronize(device)
     ok, message = reference.check_implementation(data, output)
     result = {"ok": bool(ok), "message": message.splitlines()[0][:200]}
+    if exact is not None:
+        result["rel_err"] = rel_error(output, exact)
     if not ok:
         return result
     for _ in range(3):
@@ -226,26 +290,37 @@ def restore_flashinfer_cache(archive: Path) -> None:
 
 
 def print_table(results: dict) -> None:
+    """Medians per shape and contender, the floors, the geomeans, and the fidelity ratio to the a8w8 reference."""
     names = results["contenders"]
     shapes = results["shapes"]
-    header = f"{'shape':>10} {'floor':>6} {'target':>6} " + " ".join(f"{n[:14]:>14}" for n in names)
+    width = max([12] + [len(n) + 1 for n in names])
+    header = f"{'shape':>9} {'fp8fl':>6} {'bf16fl':>6} " + " ".join(f"{n:>{width}}" for n in names)
     print("\n" + header)
     for row in shapes:
         cells = []
         for n in names:
             r = row["results"].get(n, {})
-            cells.append(f"{r['median_us']:14.1f}" if "median_us" in r else f"{'FAIL' if r else '-':>14}")
+            cells.append(f"{r['median_us']:{width}.1f}" if "median_us" in r else f"{'FAIL' if r else '-':>{width}}")
         label = f"{row['spec']['batchsize']}x{row['spec']['kvseqlen']}"
-        print(f"{label:>10} {row['floors']['mxfp4_floor_us']:6.1f} {row['floors']['target_us']:6.1f} " + " ".join(cells))
+        print(f"{label:>9} {row['floors']['fp8_floor_us']:6.1f} {row['floors']['bf16_floor_us']:6.1f} "
+              + " ".join(cells))
     means = []
     for n in names:
         per_shape = [row["results"].get(n, {}).get("median_us") for row in shapes]
         means.append(geomean(per_shape) if all(per_shape) else None)
-    floor_g = geomean([row["floors"]["mxfp4_floor_us"] for row in shapes])
-    target_g = geomean([row["floors"]["target_us"] for row in shapes])
-    print(f"{'geomean':>10} {floor_g:6.1f} {target_g:6.1f} " + " ".join(
-        f"{m:14.1f}" if m else f"{'-':>14}" for m in means))
-    print(f"copy bandwidth {results['copy_bandwidth_tb_s']:.2f} TB/s; all times are medians in us")
+    fp8_g = geomean([row["floors"]["fp8_floor_us"] for row in shapes])
+    bf16_g = geomean([row["floors"]["bf16_floor_us"] for row in shapes])
+    print(f"{'geomean':>9} {fp8_g:6.1f} {bf16_g:6.1f} " + " ".join(
+        f"{m:{width}.1f}" if m else f"{'-':>{width}}" for m in means))
+    ratios = []
+    for n in names:
+        worst = [row["results"].get(n, {}).get("rel_err", 0) / row["ref_rel_err"]
+                 for row in shapes if row.get("ref_rel_err") and "rel_err" in row["results"].get(n, {})]
+        ratios.append(max(worst) if worst else None)
+    print(f"{'err/ref':>9} {'':6} {'':6} " + " ".join(
+        f"{r:{width}.2f}" if r else f"{'-':>{width}}" for r in ratios))
+    print(f"copy bandwidth {results['copy_bandwidth_tb_s']:.2f} TB/s; medians in us; err/ref = worst over shapes of "
+          f"(relative error vs fp32 attention on bf16 KV) / (the a8w8 reference's)")
     for note in results.get("notes", []):
         print("note:", note)
 
@@ -256,10 +331,13 @@ def measure_all(contenders: dict, rows: list, reps: int, out: Path, results: dic
     for row in rows:
         spec = row["spec"]
         data = reference.generate_input(spec["batchsize"], spec["qseqlen"], spec["kvseqlen"], spec["seed"], device=device)
+        exact = exact_attention(data)
+        if "ref_rel_err" not in row:
+            row["ref_rel_err"] = rel_error(reference.ref_kernel(data), exact)
         for name, (setup, call) in contenders.items():
             started = time.time()
             try:
-                row["results"][name] = time_contender(setup, call, data, reps, device)
+                row["results"][name] = time_contender(setup, call, data, reps, device, exact)
             except Exception as error:
                 row["results"][name] = {"ok": False, "message": f"{type(error).__name__}: {error}"[:400]}
                 traceback.print_exc(limit=3)
@@ -268,9 +346,11 @@ def measure_all(contenders: dict, rows: list, reps: int, out: Path, results: dic
                   f"{r.get('median_us', float('nan')):.1f} us ok={r['ok']} ({time.time() - started:.1f}s) "
                   f"{'' if r['ok'] else r['message']}", flush=True)
             save(results, out)
-        if leaderboard_calls and "200" in contenders:
-            row["leaderboard_200"] = leaderboard_check(contenders["200"][1], spec, leaderboard_calls, device)
-        del data
+        for checked in ("200", "201"):
+            if leaderboard_calls and checked in contenders:
+                row[f"leaderboard_{checked}"] = leaderboard_check(contenders[checked][1], spec, leaderboard_calls,
+                                                                  device)
+        del data, exact
         if device != "cpu":
             torch.cuda.empty_cache()
         save(results, out)
@@ -282,8 +362,14 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--variant", action="append", default=[],
                         help="200 variant 'name=key:value,...' (kv_format, splits, block_n, num_warps)")
+    parser.add_argument("--variant201", action="append", default=[],
+                        help="201 variant 'name=key:value,...' (splits, block_n, num_warps, num_stages, pv_fp8, "
+                        "pv_chunks, reload, fused)")
+    parser.add_argument("--skip200", action="store_true", help="time neither 200 nor its variants")
     parser.add_argument("--seeds", default="001,119", help="other submissions to time (numbers)")
-    parser.add_argument("--peer", choices=["flashinfer", "none"], default="flashinfer")
+    parser.add_argument("--peer", choices=["flashinfer", "flashmla", "both", "none"], default="flashinfer")
+    parser.add_argument("--flashmla-kit", default=str(REPO / ".peer" / "flashmla"),
+                        help="a copy of ../shared/peers/flashmla (built on the device, ~90 s)")
     parser.add_argument("--flashinfer-backend", default="fa3")
     parser.add_argument("--flashinfer-cache", default=None, help="a flashinfer_ops.tar.gz from an earlier call")
     parser.add_argument("--leaderboard-calls", type=int, default=3)
@@ -305,7 +391,8 @@ def main() -> int:
     results["copy_bandwidth_tb_s"] = bandwidth / 1e12
     print(f"copy bandwidth: {bandwidth / 1e12:.2f} TB/s", flush=True)
 
-    contenders = our_contenders(args.variant)
+    contenders = {} if args.skip200 else our_contenders(args.variant)
+    contenders.update(contenders_201(args.variant201))
     contenders.update(seed_contenders([s for s in args.seeds.split(",") if s]))
     results["contenders"] = list(contenders)
     specs = cases.load(args.shapes, "benchmark")
@@ -313,8 +400,17 @@ def main() -> int:
     results["shapes"] = rows
     measure_all(contenders, rows, args.reps, out, results, args.leaderboard_calls, device)
 
-    # The peer last: its JIT build may take minutes, and everything above is saved by then.
-    if args.peer == "flashinfer" and device != "cpu":
+    # The peers last: their builds take minutes, and everything above is saved by then.
+    if args.peer in ("flashmla", "both") and device != "cpu":
+        try:
+            peers = flashmla_contenders(Path(args.flashmla_kit))
+        except Exception as error:
+            peers = {}
+            traceback.print_exc(limit=3)
+            results["notes"].append(f"flashmla unavailable: {type(error).__name__}: {error}"[-400:])
+        results["contenders"] += list(peers)
+        measure_all(peers, rows, args.reps, out, results, 0, device)
+    if args.peer in ("flashinfer", "both") and device != "cpu":
         base = Path(os.environ.setdefault("FLASHINFER_WORKSPACE_BASE", "/tmp/flashinfer_ws"))
         if args.flashinfer_cache and Path(args.flashinfer_cache).is_file():
             restore_flashinfer_cache(Path(args.flashinfer_cache))
@@ -331,10 +427,13 @@ def main() -> int:
                     save_flashinfer_cache(base, out)
                 except OSError as error:
                     results["notes"].append(f"could not save the flashinfer cache: {error}")
-    failures = [f"{row['spec']['batchsize']}x{row['spec']['kvseqlen']}: {f}"
-                for row in results["shapes"] for f in row.get("leaderboard_200", {}).get("failures", [])]
-    results["notes"].append(f"leaderboard-style fresh-input checks of 200: "
-                            f"{'all passed' if not failures else '; '.join(failures)}")
+    for checked in ("200", "201"):
+        if checked not in contenders:
+            continue
+        failures = [f"{row['spec']['batchsize']}x{row['spec']['kvseqlen']}: {f}"
+                    for row in results["shapes"] for f in row.get(f"leaderboard_{checked}", {}).get("failures", [])]
+        results["notes"].append(f"leaderboard-style fresh-input checks of {checked}: "
+                                f"{'all passed' if not failures else '; '.join(failures)}")
     save(results, out)
     print_table(results)
     return 0

@@ -63,14 +63,19 @@ def compile_variant(kernel, constexprs: dict, options: dict, target: str):
                           options=backend.parse_options(options).__dict__)
 
 
-def sass_of(compiled) -> str:
+def sass_of(compiled) -> tuple[str, str]:
+    """(SASS, registers per thread) of a compiled sm90 kernel, through the cuobjdump in Triton's package."""
     import triton
 
     tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
         handle.write(compiled.asm["cubin"])
         handle.flush()
-        return subprocess.run([str(tool), "--dump-sass", handle.name], capture_output=True, text=True).stdout
+        sass = subprocess.run([str(tool), "--dump-sass", handle.name], capture_output=True, text=True).stdout
+        usage = subprocess.run([str(tool), "--dump-resource-usage", handle.name], capture_output=True,
+                               text=True).stdout
+    match = re.search(r"REG:(\d+)", usage)
+    return sass, match.group(1) if match else "?"
 
 
 def longest_loop_sass(sass: str) -> list[str]:
@@ -126,11 +131,10 @@ def report(name: str, constexprs: dict, options: dict, target: str, kernel, dump
     block_n = constexprs.get("BLOCK_N", 64)
     shared = getattr(compiled.metadata, "shared", None)
     if target == "sm90":
-        sass = sass_of(compiled)
+        sass, regs = sass_of(compiled)
         body = longest_loop_sass(sass)
         ops = collections.Counter(re.sub(r"\..*", "", opcode(t)) for t in body)
         spills = len(re.findall(r"\b(STL|LDL)\b", sass))
-        regs = compiled.metadata.num_regs if hasattr(compiled.metadata, "num_regs") else compiled.n_regs
         lanes = 32
         text = sass
     else:
@@ -138,8 +142,10 @@ def report(name: str, constexprs: dict, options: dict, target: str, kernel, dump
         body = longest_loop_amdgcn(asm)
         ops = collections.Counter(opcode(t) for t in body)
         field = lambda p: (re.search(p, asm) or [None, "?"])[1]
-        spills = f"{field(r'vgpr_spill_count:\s+(\d+)')}/{field(r'sgpr_spill_count:\s+(\d+)')}"
-        regs = f"{field(r'NumVgprs:\s+(\d+)')}v+{field(r'NumAgprs:\s+(\d+)')}a"
+        vgpr_spills, sgpr_spills = field(r"vgpr_spill_count:\s+(\d+)"), field(r"sgpr_spill_count:\s+(\d+)")
+        spills = f"{vgpr_spills}/{sgpr_spills}"
+        vgprs, agprs = field(r"NumVgprs:\s+(\d+)"), field(r"NumAgprs:\s+(\d+)")
+        regs = f"{vgprs}v+{agprs}a"
         lanes = 64
         text = asm
         warps = options.get("num_warps", 4)
