@@ -236,7 +236,7 @@ def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, pr
 
 def platform_defaults(device: torch.device) -> dict:
     """Launch options per platform (bench/NOTES.md, issue 12, has the measurements behind them)."""
-    plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 0, "pv_chunks": 1, "reload": 0, "fused": 1, "programs_per_cu": 2,
+    plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 1, "pv_chunks": 1, "reload": 0, "fused": 1, "programs_per_cu": 2,
             "splits": None, "min_tokens": 128}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
