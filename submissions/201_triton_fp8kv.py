@@ -90,8 +90,8 @@ def mla_fp8_kernel(
     SPLITS_POW2: tl.constexpr,
     BLOCK_N: tl.constexpr,
     PV_FP8: tl.constexpr,        # P.V in fp8 (P x 2^8 in e4m3) instead of fp16
-    PV_CHUNKS: tl.constexpr = 1,  # 1: one 512-dim P.V dot; 4: four 128-dim dots
-    CHUNKS_RELOAD: tl.constexpr = False,  # PV_CHUNKS 4: load the chunks again instead of cutting the tile
+    PV_CHUNKS: tl.constexpr = 1,  # 1: one 512-dim P.V dot; 4: four 128-dim dots on reloaded chunks
+    CHUNKS_RELOAD: tl.constexpr = False,  # load the values again (an L2 hit) instead of reusing the score tile
 ):
     split = tl.program_id(0)
     seq = tl.program_id(1)
@@ -143,21 +143,20 @@ def mla_fp8_kernel(
         else:
             pb = p.to(tl.float16)
         if PV_CHUNKS == 1:
-            if PV_FP8:
-                acc = tl.dot(tl.trans(k8), pb, acc * alpha[None, :])
+            if CHUNKS_RELOAD:  # V^T (512, BLOCK_N) loaded again (an L2 hit), dims contiguous per thread
+                vt = tl.load(kv_ptr + rows[None, :] * K_QK_DIM + dn[:, None], mask=ok[None, :], other=0.0)
             else:
-                acc = tl.dot(tl.trans(k8.to(tl.float16)), pb, acc * alpha[None, :])
+                vt = tl.trans(k8)
+            if PV_FP8:
+                acc = tl.dot(vt, pb, acc * alpha[None, :])
+            else:
+                acc = tl.dot(vt.to(tl.float16), pb, acc * alpha[None, :])
         else:
-            if CHUNKS_RELOAD:  # each 128-dim value chunk loaded again (an L1/L2 hit) in its own layout
-                v0 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 0 + dc[None, :], mask=ok[:, None], other=0.0)
-                v1 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 128 + dc[None, :], mask=ok[:, None], other=0.0)
-                v2 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 256 + dc[None, :], mask=ok[:, None], other=0.0)
-                v3 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 384 + dc[None, :], mask=ok[:, None], other=0.0)
-            else:  # cut out of the score tile: dims 128 c + j -> (token, j, c)
-                quad = tl.permute(tl.reshape(k8, (BLOCK_N, 2, 2, 128)), (0, 3, 1, 2))
-                half0, half1 = tl.split(quad)  # by bit 0 of the chunk index
-                v0, v2 = tl.split(half0)
-                v1, v3 = tl.split(half1)
+            # Each 128-dim value chunk loaded again (an L2 hit) in its own layout.
+            v0 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 0 + dc[None, :], mask=ok[:, None], other=0.0)
+            v1 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 128 + dc[None, :], mask=ok[:, None], other=0.0)
+            v2 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 256 + dc[None, :], mask=ok[:, None], other=0.0)
+            v3 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 384 + dc[None, :], mask=ok[:, None], other=0.0)
             if PV_FP8:
                 acc0 = tl.dot(tl.trans(v0), pb, acc0 * alpha[None, :])
                 acc1 = tl.dot(tl.trans(v1), pb, acc1 * alpha[None, :])
@@ -236,10 +235,14 @@ def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, pr
 
 def platform_defaults(device: torch.device) -> dict:
     """Launch options per platform (bench/NOTES.md, issue 12, has the measurements behind them)."""
-    plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 1, "pv_chunks": 1, "reload": 0, "fused": 1, "programs_per_cu": 2,
+    plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 0, "pv_chunks": 1, "reload": 0, "fused": 1, "programs_per_cu": 2,
             "splits": None, "min_tokens": 128}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
+    elif not torch.version.hip:
+        # Hopper: fp8 P.V needs V transposed at byte granularity in shared memory (measured 3.5x slower at
+        # 4 x 1k); the fp16 upcast of the score tile's values transposes in registers (PRMT), no spills.
+        plan.update(pv_fp8=0, num_stages=1)
     elif torch.version.hip:
         plan.update(num_stages=2, pv_fp8=1, programs_per_cu=2)  # gfx950 MFMA takes fp8 P.V as is
     return plan
