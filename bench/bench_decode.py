@@ -105,12 +105,12 @@ def our_contenders(variants: list[str]) -> dict:
     return found
 
 
-def contenders_201(variants: list[str]) -> dict:
+def contenders_201(variants: list[str], default: bool = True) -> dict:
     """201's custom_kernel plus variants 'name=key:value,...' passed to its mla_decode (all integer options)."""
     module = load_submission("201")
     if module is None:
         return {}
-    found = {"201": (None, lambda data, _: module.custom_kernel(data))}
+    found = {"201": (None, lambda data, _: module.custom_kernel(data))} if default else {}
     for text in variants:
         name, _, options = text.partition("=")
         tuning = {key: int(value) for key, _, value in
@@ -366,6 +366,7 @@ def main() -> int:
                         help="201 variant 'name=key:value,...' (splits, block_n, num_warps, num_stages, pv_fp8, "
                         "pv_chunks, reload, fused)")
     parser.add_argument("--skip200", action="store_true", help="time neither 200 nor its variants")
+    parser.add_argument("--skip201default", action="store_true", help="time 201's variants only, not custom_kernel")
     parser.add_argument("--seeds", default="001,119", help="other submissions to time (numbers)")
     parser.add_argument("--peer", choices=["flashinfer", "flashmla", "both", "none"], default="flashinfer")
     parser.add_argument("--flashmla-kit", default=str(REPO / ".peer" / "flashmla"),
@@ -392,7 +393,7 @@ def main() -> int:
     print(f"copy bandwidth: {bandwidth / 1e12:.2f} TB/s", flush=True)
 
     contenders = {} if args.skip200 else our_contenders(args.variant)
-    contenders.update(contenders_201(args.variant201))
+    contenders.update(contenders_201(args.variant201, not args.skip201default))
     contenders.update(seed_contenders([s for s in args.seeds.split(",") if s]))
     results["contenders"] = list(contenders)
     specs = cases.load(args.shapes, "benchmark")

@@ -1,0 +1,36 @@
+"""Checks one 201 variant on two official shapes in its own process: prints one JSON line.
+
+    python bench/smoke_201.py NAME [key:value,...]
+
+An illegal memory access kills the CUDA context of the process that made it, so bench/device_201.sh runs
+every variant through this first (in parallel, each alone) and times only those that pass. (4, 1024) takes
+the split + merge path, (256, 1024) the one-split path. It also warms Triton's on-disk cache.
+"""
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import reference  # noqa: E402
+
+name = sys.argv[1]
+tuning = {k: int(v) for k, _, v in (p.partition(":") for p in filter(None, (sys.argv[2:] or [""])[0].split(",")))}
+path = next((REPO / "submissions").glob("201_*.py"))
+spec = importlib.util.spec_from_file_location("smoke201", path)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+result = {"name": name, "tuning": tuning, "ok": True, "cases": []}
+try:
+    for batch, kv_len, seed in [(4, 1024, 4217), (256, 1024, 9823)]:
+        data = reference.generate_input(batch, 1, kv_len, seed, device="cuda")
+        for _ in range(2):  # twice: the fused merge's counters must be back at zero
+            out = module.mla_decode(data, **tuning)
+        ok, message = reference.check_implementation(data, out)
+        result["cases"].append([batch, kv_len, bool(ok), message.splitlines()[0][:120] if message else ""])
+        result["ok"] &= bool(ok)
+except Exception as error:  # the result, not a crash of the caller
+    result.update(ok=False, error=f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")
+print(json.dumps(result))
