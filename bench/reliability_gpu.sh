@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU reliability checks, for the device machine (run from the repository root; writes under $OUT).
-#   1. the GPU corpus (tests/bad_submissions/gpu/: device out-of-memory, a device-side assert, an
+#   1. the GPU corpus (tests/samples/bad/gpu/: device out-of-memory, a device-side assert, an
 #      out-of-bounds Triton store), each followed by a normal submission in the same harness run;
 #   2. the cache cheat in leaderboard and benchmark mode, torch.empty in benchmark mode;
 #   3. the CPU corpus again on the GPU (the hanging/sleeping files left out: the CPU run covers them);
@@ -15,14 +15,14 @@ export COLUMNS=200
 harness() { python -c "from harness.cli import main; main()" "$@"; }
 log="$OUT/reliability_gpu.txt"
 
-for bad in tests/bad_submissions/gpu/*.py; do
-    harness run "$bad" tests/bad_submissions/wrong_shape.py --device cuda --cases small --timeout 120 >>"$log" 2>&1
+for bad in tests/samples/bad/gpu/*.py; do
+    harness run "$bad" tests/samples/bad/wrong_shape.py --device cuda --cases small --timeout 120 >>"$log" 2>&1
     echo "== $bad: exit code $? (expected 1)" >>"$log"
 done
-harness run tests/bad_submissions/caches_output.py --device cuda --cases small --mode leaderboard >>"$log" 2>&1
-harness run tests/bad_submissions/caches_output.py tests/bad_submissions/uninitialised.py --device cuda \
+harness run tests/samples/bad/caches_output.py --device cuda --cases small --mode leaderboard >>"$log" 2>&1
+harness run tests/samples/bad/caches_output.py tests/samples/bad/uninitialised.py --device cuda \
     --cases small --mode benchmark >>"$log" 2>&1
-files=$(ls tests/bad_submissions/*.py | grep -v -e hangs.py -e sleeps.py)
+files=$(ls tests/samples/bad/*.py | grep -v -e hangs.py -e sleeps.py)
 # shellcheck disable=SC2086
 harness run $files --device cuda --cases small --mode test --timeout 120 >>"$log" 2>&1
 echo "== CPU corpus on the GPU: exit code $? (expected 1)" >>"$log"

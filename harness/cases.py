@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-TASK_YML = REPO_ROOT / "task.yml"
+from harness.paths import TASK_YML
+
 
 REQUIRED_KEYS = ("batchsize", "qseqlen", "kvseqlen", "seed")
 # generate_input's keyword options a spec may also carry (uneven segments, padded MXFP4 scales).

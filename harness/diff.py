@@ -14,9 +14,10 @@ from pathlib import Path
 
 from rich.table import Table as RichTable
 
-from harness.ledger import REPO_ROOT
-from harness.scoreboard import (case_means, finished_at, format_us, geomean, shape_label, submission_label,
-                                usable_records)
+from harness import records
+from harness.figures import format_us, geomean
+from harness.paths import REPO_ROOT
+from harness.records import case_means, label, shape_label
 
 NUMBERED_NAME = re.compile(r"^(\d+)_")
 
@@ -33,10 +34,10 @@ class SubmissionRef:
     path: Path | None
 
     def matches(self, record: dict, root: Path = REPO_ROOT) -> bool:
-        sub = record.get("submission") or {}
-        if self.number is not None and sub.get("number") == self.number:
+        sub = record["submission"]
+        if self.number is not None and sub["number"] == self.number:
             return True
-        if self.path is not None and sub.get("path"):
+        if self.path is not None and sub["path"]:
             recorded = Path(sub["path"])
             recorded = recorded if recorded.is_absolute() else Path(root) / recorded
             return recorded.resolve() == self.path.resolve()
@@ -81,41 +82,28 @@ class Comparison:
 
     @property
     def a_label(self) -> str:
-        return submission_label(self.a_record)
+        return label(self.a_record)
 
     @property
     def b_label(self) -> str:
-        return submission_label(self.b_record)
+        return label(self.b_record)
 
 
-def _group(record: dict) -> tuple:
-    return ((record.get("device") or {}).get("name", "unknown device"), record.get("mode", "?"),
-            str(record.get("cases", "?")))
-
-
-def _latest_timed(records: list[dict], ref: SubmissionRef, device: str | None, mode: str | None) -> dict:
+def _latest_timed(everything: list[dict], ref: SubmissionRef, device: str | None, mode: str | None) -> dict:
     """group -> the latest record of `ref` there that has at least one timed passing case."""
-    found = {}
-    for record in records:
-        if not ref.matches(record) or not case_means(record):
-            continue
-        group = _group(record)
-        if device is not None and device.lower() not in group[0].lower():
-            continue
-        if mode is not None and group[1] != mode:
-            continue
-        if group not in found or finished_at(record) >= finished_at(found[group]):
-            found[group] = record
-    return found
+    def wanted(record):
+        group = records.group_key(record)
+        return (ref.matches(record) and case_means(record) and (device is None or device.lower() in group[0].lower())
+                and (mode is None or group[1] == mode))
+    return records.latest_by([r for r in everything if wanted(r)], records.group_key)
 
 
-def compare(records: list[dict], a: str, b: str, *, device: str | None = None,
+def compare(everything: list[dict], a: str, b: str, *, device: str | None = None,
             mode: str | None = None) -> Comparison:
-    """B against A on their most recent comparable records; NothingComparable when there is none."""
+    """B against A on their most recent comparable records (harness/records.py); NothingComparable when none."""
     ref_a, ref_b = parse_ref(a), parse_ref(b)
-    records = usable_records(records)
-    latest_a = _latest_timed(records, ref_a, device, mode)
-    latest_b = _latest_timed(records, ref_b, device, mode)
+    latest_a = _latest_timed(everything, ref_a, device, mode)
+    latest_b = _latest_timed(everything, ref_b, device, mode)
     where = "".join([f" on a device matching '{device}'" if device else "", f" in {mode} mode" if mode else ""])
     for ref, latest in ((ref_a, latest_a), (ref_b, latest_b)):
         if not latest:
@@ -124,7 +112,7 @@ def compare(records: list[dict], a: str, b: str, *, device: str | None = None,
     for group in set(latest_a) & set(latest_b):
         rec_a, rec_b = latest_a[group], latest_b[group]
         if set(case_means(rec_a)) & set(case_means(rec_b)):
-            stamps = sorted((finished_at(rec_a), finished_at(rec_b)))
+            stamps = sorted((rec_a["finished"], rec_b["finished"]))
             candidates.append((stamps[1], stamps[0], group))
     if not candidates:
         raise NothingComparable(f"'{a}' and '{b}' have no timed shapes in common on the same device, mode "
@@ -163,14 +151,14 @@ def render_table(comparison: Comparison) -> RichTable:
 def notes(comparison: Comparison) -> list[str]:
     """One-line remarks: shapes only one side timed, records that did not pass overall, their dates."""
     c = comparison
-    lines = [f"A recorded {c.a_record.get('finished', '?')}, B recorded {c.b_record.get('finished', '?')}"]
+    lines = [f"A recorded {c.a_record['finished'] or '?'}, B recorded {c.b_record['finished'] or '?'}"]
     if c.only_a:
         lines.append(f"left out, only A timed: {', '.join(shape_label(s) for s in c.only_a)}")
     if c.only_b:
         lines.append(f"left out, only B timed: {', '.join(shape_label(s) for s in c.only_b)}")
     for side, record in (("A", c.a_record), ("B", c.b_record)):
-        if record.get("status") != "pass":
-            lines.append(f"{side}'s run ended '{record.get('status')}': {record.get('reason', '')}".rstrip(": "))
+        if record["status"] != "pass":
+            lines.append(f"{side}'s run ended '{record['status']}': {record['reason']}".rstrip(": "))
     if c.device.endswith("(remote)"):
         lines.append("remote times are rounded as popcorn prints them: speedups are approximate")
     return lines
@@ -180,14 +168,14 @@ def source_diff(comparison: Comparison, root: Path = REPO_ROOT) -> tuple[str, li
     """A unified diff of the two files as they are now, and warnings when a file changed since it was timed."""
     texts, warnings = [], []
     for record in (comparison.a_record, comparison.b_record):
-        sub = record.get("submission") or {}
-        path = Path(sub.get("path", ""))
+        sub = record["submission"]
+        path = Path(sub["path"])
         file = path if path.is_absolute() else Path(root) / path
         try:
             data = file.read_bytes()
         except OSError:
             raise NothingComparable(f"cannot read {path} for --source: the file is gone or unreadable") from None
-        if sub.get("sha256") and hashlib.sha256(data).hexdigest() != sub["sha256"]:
+        if sub["sha256"] and hashlib.sha256(data).hexdigest() != sub["sha256"]:
             warnings.append(f"{path} changed since it was timed: the diff shows today's file")
         lines = data.decode("utf-8", errors="replace").splitlines()
         texts.append((str(path), [line + "\n" for line in lines]))

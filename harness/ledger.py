@@ -1,47 +1,22 @@
-"""The ledger: every result ever recorded, one JSON record per line in results/ledger.jsonl.
+"""The ledger file: every result ever recorded, one JSON record per line in results/ledger.jsonl.
 
 Append-only. Each record is written with a single os.write on an O_APPEND descriptor under an
 exclusive flock, so two harness runs never interleave and a killed run leaves at most one torn
 last line, which readers skip with a warning. Only the parent process writes here (never a
-submission's worker), so a crashing submission cannot tear a record.
-
-A record (local and remote runs share the shape; `stats` values are nanoseconds):
-{
-  "schema": 1, "run_id": "<hex>", "source": "local" | "remote",
-  "submission": {"number": 120, "path": "submissions/120_hip_fp8_mfma.py", "sha256": "<hex>"},
-  "mode": "test" | "benchmark" | "leaderboard" | "profile",
-  "cases": "official" | "small" | "<file>", "flush": "fast" | "official" | "none",
-  "device": {"name": "NVIDIA H200", "arch": "sm_90", "backend": "cuda" | "rocm" | "cpu" | "remote"},
-  "versions": {"torch": ..., "triton": ..., "aiter": ..., "python": ..., "harness": ...},
-  "status": "pass" | "fail" | "skip" | "error", "reason": "<one line>",
-  "results": [{"spec": {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217},
-               "status": "pass" | "fail" | "error" | "timeout" | "skip", "message": "...",
-               "stats": {"runs": n, "mean": ns, "std": ns, "err": ns, "best": ns, "worst": ns} | null,
-               "notes": {...}}],
-  "warnings": ["..."], "started": "<iso8601>", "finished": "<iso8601>",
-  "remote": {...}   # remote records only: report file, public/secret run, rounding, approximate score
-}
+submission's worker), so a crashing submission cannot tear a record. The record's shape is
+harness/records.py's; this module only moves lines (the remote sent log uses it too).
 """
 import fcntl
 import json
 import os
 import uuid
 import warnings
-from pathlib import Path
 
-SCHEMA_VERSION = 1
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_LEDGER = REPO_ROOT / "results" / "ledger.jsonl"
-LEDGER_ENV = "HARNESS_LEDGER"  # point the harness at another ledger file (tests, experiments)
+from harness.paths import ledger_file
 
 
 class TornLineWarning(UserWarning):
     """A ledger line that is not a complete JSON record (a run killed mid-write)."""
-
-
-def ledger_path(path: str | os.PathLike | None = None) -> Path:
-    """The ledger file: the argument, else $HARNESS_LEDGER, else results/ledger.jsonl."""
-    return Path(path or os.environ.get(LEDGER_ENV) or DEFAULT_LEDGER)
 
 
 def new_run_id() -> str:
@@ -49,10 +24,10 @@ def new_run_id() -> str:
 
 
 def append(record: dict, path: str | os.PathLike | None = None) -> None:
-    """Append one record atomically: one write of one line under an exclusive lock."""
-    target = ledger_path(path)
+    """Append one record atomically: one write of one line under an exclusive lock. OSError when it cannot."""
+    target = ledger_file(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps({"schema": SCHEMA_VERSION, **record}, sort_keys=True) + "\n").encode()
+    line = (json.dumps(record, sort_keys=True) + "\n").encode()
     fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -68,15 +43,15 @@ def append(record: dict, path: str | os.PathLike | None = None) -> None:
         os.close(fd)
 
 
-def _last_byte(path: Path) -> bytes:
+def _last_byte(path) -> bytes:
     with open(path, "rb") as f:
         f.seek(-1, os.SEEK_END)
         return f.read(1)
 
 
 def read(path: str | os.PathLike | None = None) -> list[dict]:
-    """Every complete record in file order; torn or foreign lines are skipped with a TornLineWarning."""
-    target = ledger_path(path)
+    """Every complete JSON object in file order; torn or foreign lines are skipped with a TornLineWarning."""
+    target = ledger_file(path)
     if not target.exists():
         return []
     records = []
@@ -92,21 +67,3 @@ def read(path: str | os.PathLike | None = None) -> list[dict]:
             if isinstance(record, dict):
                 records.append(record)
     return records
-
-
-def latest(records: list[dict], *, number: int | None = None, device: str | None = None,
-           mode: str | None = None, source: str | None = None) -> dict | None:
-    """The most recent record matching every filter given (by finish time, then file order)."""
-    best = None
-    for record in records:
-        if number is not None and record.get("submission", {}).get("number") != number:
-            continue
-        if device is not None and record.get("device", {}).get("name") != device:
-            continue
-        if mode is not None and record.get("mode") != mode:
-            continue
-        if source is not None and record.get("source") != source:
-            continue
-        if best is None or record.get("finished", "") >= best.get("finished", ""):
-            best = record
-    return best

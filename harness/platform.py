@@ -10,9 +10,6 @@ import torch
 from harness import __version__
 from harness.submission import Submission
 
-BACKENDS = ("cuda", "rocm", "cpu")
-
-
 class PlatformError(ValueError):
     """A device request this machine cannot satisfy (message is one line for the user)."""
 

@@ -1,5 +1,5 @@
 """Turns popcorn-cli's output into plain dataclasses, for both popcorn-cli generations
-(/work/shared/POPCORN_FACTS.md sections 0-1): up to v1.3.15 it prints the server's text reports (per-shape
+(docs/REMOTE.md, "What is kept"): up to v1.3.15 it prints the server's text reports (per-shape
 timings), from v1.3.16 on a JSON summary (pass/fail and score per run, no timings); `parse_report` takes
 either and returns a `Report` of `RunReport`s (public and secret runs apart) with their `Stage`s and
 `ShapeResult`s, times kept as `PrintedTime`s. It only reads text and knows nothing about sending, the
@@ -121,7 +121,10 @@ class Report:
     runs: list[RunReport]
 
 
-_JSON_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+# popcorn turned the two characters `\\n` into a newline, so an escaped backslash followed by n arrives as a
+# backslash at a line end: an odd run of backslashes before a newline. Put the n back before decoding.
+_MANGLED_BACKSLASH_N = re.compile(r"(?<!\\)((?:\\\\)*)\\\n")
+_DECODER = json.JSONDecoder(strict=False)  # strict=False: the strings hold real newlines
 
 
 def split_reports(text: str) -> list[str]:
@@ -136,36 +139,16 @@ def split_reports(text: str) -> list[str]:
         text = text[1:-1].strip()
     if not text.startswith('"'):
         raise ReportFormatError("the report does not start with a quoted report string")
+    text = _MANGLED_BACKSLASH_N.sub(lambda m: m.group(1) + "\\\\n", text)
     reports, i = [], 0
     while i < len(text):
         if text[i] != '"':
             raise ReportFormatError(f"unexpected text between reports at character {i}")
-        i += 1
-        out = []
-        while True:
-            if i >= len(text):
-                raise ReportFormatError("a report string is not terminated")
-            char = text[i]
-            if char == '"':
-                i += 1
-                break
-            if char != "\\":
-                out.append(char)
-                i += 1
-                continue
-            escaped = text[i + 1:i + 2]
-            if escaped == "\n":  # popcorn's mangling of an escaped backslash + n
-                out.append("\\n")
-                i += 2
-            elif escaped == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2:i + 6]):
-                out.append(chr(int(text[i + 2:i + 6], 16)))
-                i += 6
-            elif escaped in _JSON_ESCAPES:
-                out.append(_JSON_ESCAPES[escaped])
-                i += 2
-            else:
-                raise ReportFormatError(f"unknown escape \\{escaped} in a report")
-        reports.append("".join(out))
+        try:
+            report, i = _DECODER.raw_decode(text, i)
+        except json.JSONDecodeError as error:
+            raise ReportFormatError(f"a report string does not decode: {error.msg} at character {error.pos}") from None
+        reports.append(report)
         while i < len(text) and text[i] in ", \n\r\t":
             i += 1
     return reports

@@ -1,29 +1,25 @@
-"""The official evaluation protocol (gpu-mode reference-kernels, problems/amd_202602/eval.py), locally.
+"""The official evaluation protocol (gpu-mode reference-kernels, problems/amd_202602/eval.py): the parent's side.
 
 Read it top to bottom like eval.py:
   1. seeds: the secret POPCORN_SEED is combined with every case seed (Cantor pairing);
-  2. the child side: _run_single_test / _run_single_benchmark / _run_single_profile run inside the
-     submission's worker process (eval.py runs them in its spawned pool of one);
-  3. the parent side: run_tests, run_benchmarks, run_leaderboard, run_profile send one case at a
-     time to the worker (eval.py's pool.apply), with eval.py's repeat and time budgets;
-  4. evaluate: one submission, one mode, all cases -> a RunResult; record() turns it into a ledger record.
+  2. the modes: run_tests, run_benchmarks, run_leaderboard, run_profile send one case at a time to the
+     worker (eval.py's pool.apply), with eval.py's repeat and time budgets; what each request does
+     inside the worker is harness/child.py's `_run_single_*`;
+  3. evaluate: one submission, one mode, all cases -> a RunResult; record() turns it into a ledger record.
 """
 import dataclasses
 import datetime
-import json
-import statistics
 import os
-import sys
 from pathlib import Path
 
-from harness import ledger, lint, timing
-from harness.cases import spec_line
+from harness import lint, paths, records, timing
+from harness.cases import MODES, spec_line
+from harness.figures import geomean
+from harness.limits import invalid_limits
 from harness.platform import Platform, can_run
 from harness.submission import Submission
-from harness.worker import LOG_DIR, Worker, invalid_limits
+from harness.worker import Worker
 
-MODES = ("test", "benchmark", "leaderboard", "profile")
-SEED_STEP = 13  # leaderboard mode: every timed call gets fresh input from seed += 13
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,272 +115,7 @@ def make_cases(specs: list, secret: int | None) -> list:
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. Child side: runs inside the worker process, next to the submission
-# ---------------------------------------------------------------------------------------------
-
-# -- defences: the originals the submission must not replace, and memory it must not pass off as output --
-
-class Verdict(Exception):
-    """A failure the harness words itself: the worker reports str(exc) as is, without a type name."""
-
-
-class SubmissionImportError(Verdict):
-    """The submission could not be imported; every later case would fail the same way."""
-
-
-class TamperError(Verdict):
-    """The submission replaced something the evaluation relies on."""
-
-
-# What the evaluation relies on; the worker takes these before importing the submission and uses them.
-GUARDED = ("torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
-           "torch.cuda.Event.synchronize", "torch.cuda.synchronize", "time.perf_counter_ns",
-           "reference.generate_input", "reference.ref_kernel", "reference.check_implementation",
-           "torch.Tensor.clone", "torch.isclose", "harness.timing.flush_last_level_cache")
-_trusted: dict = {}
-
-# A bfloat16 NaN with a payload no arithmetic produces: memory holding it was never written by the submission.
-POISON_BITS = 0x7FA5
-POISON_COPIES = 4  # when the GPU allocator has no free block, several fresh ones
-# What a CPU worker's fresh allocations hold (MALLOC_PERTURB_=128 fills them with 0x7F bytes; see worker.py).
-MALLOC_POISON_BITS = 0x7F7F
-
-
-def _resolve(dotted: str):
-    """The object a dotted name refers to right now, looked up from sys.modules (None if gone)."""
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        found = sys.modules.get(".".join(parts[:cut]))
-        if found is not None:
-            break
-    else:
-        return None
-    for part in parts[cut:]:
-        found = getattr(found, part, None)
-    return found
-
-
-def trust_current_environment() -> None:
-    """Remember the originals of everything in GUARDED; the worker calls this before importing the submission."""
-    import time as _time  # noqa: F401  (so that every GUARDED module is loaded)
-
-    import torch  # noqa: F401
-
-    import reference  # noqa: F401
-
-    _trusted.clear()
-    _trusted.update({name: _resolve(name) for name in GUARDED})
-
-
-def _trusted_object(name: str):
-    if not _trusted:
-        trust_current_environment()
-    return _trusted[name]
-
-
-def verify_untampered() -> None:
-    """Raise TamperError naming the first guarded object the submission replaced."""
-    for name, original in _trusted.items():
-        if _resolve(name) is not original:
-            raise TamperError(f"tampered with {name}")
-
-
-def poison_output_memory(q, device: str) -> None:
-    """On a GPU, fill free output-sized memory with POISON_BITS, so torch.empty cannot return a stale answer.
-
-    Without this, benchmark mode's checked call could get the block that held the warm-up's reference
-    output for the very same seed. Only before untimed calls: emptying the GPU cache slows the next call.
-    (A CPU worker needs nothing here: its malloc fills every allocation, see worker.child_environment.)
-    """
-    import torch
-
-    if device == "cpu":
-        return  # the CPU worker's malloc fills every allocation with MALLOC_POISON_BITS already
-    output_bytes = q.shape[0] * q.shape[1] * 512 * 2  # a (total_q, heads, 512) bfloat16 output
-    torch.cuda.empty_cache()  # wholly free segments go back to the driver; what is left is poisoned below
-    # The caching allocator carves a request from the start of a free block: poison the start of every
-    # free block big enough to hold an output, by allocating each one at its exact size.
-    device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
-    free_sizes = sorted((block["size"] for segment in torch.cuda.memory_snapshot()
-                         if segment.get("device", device_index) == device_index for block in segment["blocks"]
-                         if block["state"] == "inactive" and block["size"] >= output_bytes), reverse=True)
-    held = []
-    for size in free_sizes:
-        block = torch.empty(size, dtype=torch.uint8, device=q.device)
-        block[: min(size, 2 * output_bytes) // 2 * 2].view(torch.int16).fill_(POISON_BITS)
-        held.append(block)
-    if not held:  # nothing cached: a fresh output-sized block would come next, poison that one
-        held = [torch.empty(output_bytes, dtype=torch.int16, device=q.device).fill_(POISON_BITS)
-                for _ in range(POISON_COPIES)]
-    del held
-
-
-def poisoned_share(output) -> float:
-    """The share of the output that still holds the poison pattern (0 when it cannot be read)."""
-    import torch
-
-    try:
-        if output.element_size() not in (2, 4) or output.device.type == "meta":
-            return 0.0
-        bits = output.detach().contiguous().view(torch.int16)
-        poisoned = (bits == POISON_BITS) | (bits == MALLOC_POISON_BITS)
-        return float(poisoned.float().mean()) if bits.numel() else 0.0
-    except (RuntimeError, TypeError, AttributeError):
-        return 0.0
-
-
-def _checked(data, output) -> tuple:
-    """The reference's verdict, plus a plain explanation when the output is memory nobody wrote."""
-    good, message = _trusted_object("reference.check_implementation")(data, output)
-    if not good:
-        share = poisoned_share(output)
-        if share > 0.5:
-            message = (f"returned uninitialised memory: {share:.0%} of the output still holds the harness's "
-                       f"poison pattern (torch.empty that no kernel wrote?)\n{message}")
-    return bool(good), message
-
-
-def _timed_call(fn, device: str, flush: str):
-    """timing.time_call with the clocks, events and flush taken before the submission was imported."""
-    clocks = timing.Clocks(
-        perf_counter_ns=_trusted_object("time.perf_counter_ns"),
-        synchronize=_trusted_object("torch.cuda.synchronize"),
-        event=_trusted_object("torch.cuda.Event"),
-        record=_trusted_object("torch.cuda.Event.record"),
-        elapsed_time=_trusted_object("torch.cuda.Event.elapsed_time"),
-        flush=_trusted_object("harness.timing.flush_last_level_cache"),
-    )
-    return timing.time_call(fn, device, flush, clocks)
-
-
-def clone_data(data):
-    """A deep copy of every tensor in nested tuples, lists and dicts (eval.py's _clone_data)."""
-    import torch
-
-    if isinstance(data, tuple):
-        return tuple(clone_data(x) for x in data)
-    if isinstance(data, list):
-        return [clone_data(x) for x in data]
-    if isinstance(data, dict):
-        return {k: clone_data(v) for k, v in data.items()}
-    if isinstance(data, torch.Tensor):
-        return data.clone()
-    return data
-
-
-def _custom_kernel():
-    """The submission's entry point, imported on first use (as eval.py does) and checked for tampering."""
-    _trusted_object("time.perf_counter_ns")  # take the originals before the submission can touch them
-    already_imported = "submission" in sys.modules
-    try:
-        import submission  # the worker maps module `submission` to the submission file
-    except Exception as exc:
-        # A SyntaxError names its own line; for the rest the worker adds the submission's line from the cause.
-        raise SubmissionImportError(_import_failure(exc)) from (None if isinstance(exc, SyntaxError) else exc)
-    if not already_imported:
-        try:
-            verify_untampered()
-        except TamperError as exc:
-            raise SubmissionImportError(f"{exc} (at import)") from None
-    custom_kernel = getattr(submission, "custom_kernel", None)
-    if not callable(custom_kernel):
-        raise SubmissionImportError("the submission defines no custom_kernel(data)")
-    return custom_kernel
-
-
-def _import_failure(exc: Exception) -> str:
-    """'SyntaxError: '(' was never closed (submission line 9)' or the exception's first line."""
-    first_line = (str(exc).strip().splitlines() or [""])[0]
-    if isinstance(exc, SyntaxError):
-        return f"SyntaxError: {exc.msg} (submission line {exc.lineno})"
-    return f"{type(exc).__name__} while importing the submission: {first_line}"
-
-
-def _submission_notes() -> dict:
-    """A JSON-safe copy of the submission's LAST_RUN_INFO dict (which path it took...), if it keeps one."""
-    info = getattr(sys.modules.get("submission"), "LAST_RUN_INFO", None)
-    if not isinstance(info, dict):
-        return {}
-    return json.loads(json.dumps(info, default=str))
-
-
-def _run_single_test(args: dict, device: str) -> dict:
-    custom_kernel = _custom_kernel()
-    data = _trusted_object("reference.generate_input")(**args)
-    timing.synchronize(device)
-    cloned = clone_data(data)
-    poison_output_memory(cloned[0], device)
-    output = custom_kernel(cloned)
-    timing.synchronize(device)
-    verify_untampered()
-    good, message = _checked(data, output)
-    return {"good": good, "message": message, "notes": _submission_notes()}
-
-
-def _run_single_benchmark(args: dict, recheck: bool, max_repeats: int, max_time_ns: float,
-                          flush: str, device: str) -> dict:
-    custom_kernel = _custom_kernel()
-    generate_input = _trusted_object("reference.generate_input")
-    args = dict(args)
-    durations = []
-    data = generate_input(**args)
-    check_copy = clone_data(data)
-    # First, one obligatory correctness check (on the very input the timed calls reuse unless recheck).
-    poison_output_memory(data[0], device)
-    output = custom_kernel(data)
-    verify_untampered()
-    good, message = _checked(check_copy, output)
-    if not good:
-        return {"good": False, "message": message, "stats": None, "notes": _submission_notes()}
-
-    clock = _trusted_object("time.perf_counter_ns")
-    started = clock()
-    for call in range(max_repeats):
-        if recheck:
-            args["seed"] += SEED_STEP  # fresh input for every call: cached results fail here
-            data = generate_input(**args)
-            check_copy = clone_data(data)
-        output, duration = _timed_call(lambda: custom_kernel(data), device, flush)
-        verify_untampered()
-        if recheck:
-            good, message = _checked(check_copy, output)
-            if not good:
-                message = f"timed call {call + 1} (seed {args['seed']}): {message}"
-                return {"good": False, "message": message, "stats": None, "notes": _submission_notes()}
-        del output
-        durations.append(duration)
-        stats = timing.calculate_stats(durations)
-        if timing.should_stop(stats, clock() - started, max_time_ns):
-            break
-    stats = timing.calculate_stats(durations)
-    return {"good": True, "message": "", "stats": dataclasses.asdict(stats), "notes": _submission_notes()}
-
-
-def _run_single_profile(args: dict, device: str) -> dict:
-    from torch.profiler import ProfilerActivity, profile
-
-    custom_kernel = _custom_kernel()
-    data = _trusted_object("reference.generate_input")(**args)
-    timing.synchronize(device)
-    on_gpu = device != "cpu"
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
-    with profile(activities=activities) as prof:
-        custom_kernel(data)
-        timing.synchronize(device)
-    verify_untampered()
-    sort_by = "self_cuda_time_total" if on_gpu else "self_cpu_time_total"
-    return {"report": prof.key_averages().table(sort_by=sort_by, row_limit=20), "notes": _submission_notes()}
-
-
-CHILD_OPERATIONS = {
-    "test": _run_single_test,
-    "benchmark": _run_single_benchmark,
-    "profile": _run_single_profile,
-}
-
-
-# ---------------------------------------------------------------------------------------------
-# 3. Parent side: the four modes, one case at a time through the worker
+# 2. The four modes: the four modes, one case at a time through the worker
 # ---------------------------------------------------------------------------------------------
 
 def _no_progress(completed: int, total: int, label: str) -> None:
@@ -483,7 +214,7 @@ def run_profile(worker: Worker, cases: list, timeout_s: float, progress=_no_prog
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. One submission, one mode
+# 3. One submission, one mode
 # ---------------------------------------------------------------------------------------------
 
 def now_iso() -> str:
@@ -525,14 +256,14 @@ def server_rejections(submission: Submission) -> list:
     return [f"the server would reject it: line {f.line}: {f.rule} {f.message}" for f in findings if f.blocking]
 
 
-def log_file_for(submission: Submission, mode: str, log_dir: Path = LOG_DIR) -> Path:
+def log_file_for(submission: Submission, mode: str, log_dir: Path | None = None) -> Path:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(log_dir) / f"{submission.label}-{mode}-{stamp}-{os.getpid()}.log"
+    return Path(log_dir or paths.log_dir()) / f"{submission.label}-{mode}-{stamp}-{os.getpid()}.log"
 
 
 def evaluate(submission: Submission, platform: Platform, mode: str, specs: list, *, cases_name: str,
              flush: str, timeout_s: float, secret: int | None = None, budgets: Budgets = OFFICIAL_BUDGETS,
-             log_dir: Path = LOG_DIR, progress=_no_progress) -> RunResult:
+             log_dir: Path | None = None, progress=_no_progress) -> RunResult:
     """Run every case of one submission in `mode` in its own worker; never raises for the submission's faults."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
@@ -573,27 +304,17 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
 def geomean_ns(run: RunResult) -> float | None:
     """Geometric mean of the per-case means (the leaderboard's ranking), when every case has timings."""
     means = [r.stats.mean for r in run.results if r.stats is not None]
-    if not means or len(means) != len(run.results) or min(means) <= 0:
-        return None
-    return statistics.geometric_mean(means)
+    return geomean(means) if len(means) == len(run.results) else None
 
 
-def record(run: RunResult) -> dict:
-    """The ledger record of one run (schema in harness/ledger.py)."""
+def record(run: RunResult) -> records.Record:
+    """The ledger record of one run (its shape: harness/records.py)."""
     sub = run.submission
-    return {
-        "run_id": ledger.new_run_id(),
-        "source": "local",
-        "submission": {"number": sub.number, "path": sub.display_path(), "sha256": sub.sha256},
-        "mode": run.mode,
-        "cases": run.cases,
-        "flush": run.flush,
-        "device": run.platform.record_device(),
-        "versions": dict(run.platform.versions),
-        "status": run.status,
-        "reason": run.reason,
-        "results": [result.record() for result in run.results],
-        "warnings": list(run.warnings),
-        "started": run.started,
-        "finished": run.finished,
-    }
+    return records.new_record(
+        source="local",
+        submission=records.SubmissionInfo(number=sub.number, path=paths.in_repository(sub.path), sha256=sub.sha256,
+                                          requirements=sorted(sub.requirements)),
+        mode=run.mode, cases=run.cases, flush=run.flush, device=run.platform.record_device(),
+        versions=run.platform.versions, status=run.status, reason=run.reason,
+        results=[result.record() for result in run.results], warnings=run.warnings,
+        started=run.started, finished=run.finished)

@@ -1,17 +1,14 @@
 """Remote submission: send a submission to the real MI355X leaderboard through popcorn-cli.
 
 Read top to bottom:
-  1. settings (leaderboard, deadline, rate limits, where raw reports go);
-  2. `#!POPCORN` directives, read the way popcorn-cli reads them;
-  3. report -> ledger records (one per run and stage, public and secret runs apart); the report
-     itself is parsed by harness/popcorn_report.py, for both popcorn-cli generations;
-  4. the server's error messages -> one clear line each;
-  5. the rate-limit memory (results/remote/sent.jsonl);
-  6. the local gate (lint, then a local test run or an ahead-of-time Triton compile);
-  7. the flow: `plan()` decides what would be sent, `send()` runs popcorn-cli and records the outcome.
+  1. settings (deadline, popcorn-cli, the remote device);
+  2. report -> ledger records (one per run and stage, public and secret runs apart); the report
+     itself is parsed by harness/popcorn_report.py, popcorn-cli's errors by harness/popcorn_errors.py;
+  3. the flow: `plan()` decides what would be sent (names, command, rate limit: harness/ratelimit.py),
+     the CLI runs the gate (harness/gate.py), `send()` runs popcorn-cli and records the outcome.
 Nothing here prints: harness/cli.py shows what these functions return.
 
-Ledger records written here (shape in harness/ledger.py) carry source "remote", device
+Ledger records written here (shape in harness/records.py) carry source "remote", device
 REMOTE_DEVICE and a `remote` dict:
   {"run": "public" | "secret" | null (no report came back), "stage": "test" | "benchmark" |
    "leaderboard" | null, "submitted_mode": mode sent, "leaderboard": ..., "gpu": ...,
@@ -29,39 +26,31 @@ import os
 import re
 import shlex
 import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
-from harness import __version__
-from harness import ledger
-from harness.aot import compile_submission
-from harness.lint import lint_file
+from harness import __version__, ledger, paths, records
+from harness.cases import MODES as LOCAL_MODES
+from harness.directives import GPU as DEFAULT_GPU
+from harness.directives import LEADERBOARD as DEFAULT_LEADERBOARD
+from harness.directives import read_directives
+from harness.popcorn_errors import RATE_LIMIT_MESSAGE, RemoteError, classify_failure
 from harness.popcorn_report import Report, ReportFormatError, ShapeResult, Stage, parse_report
+from harness.ratelimit import RateCheck, check_rate_limit, mode_category, note_sent, utc_now
 
 # ---------------------------------------------------------------------------------------------
 # 1. Settings
 # ---------------------------------------------------------------------------------------------
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_LEADERBOARD = "amd-mixed-mla"
-DEFAULT_GPU = "MI355X"
-MODES = ("test", "benchmark", "leaderboard")
+MODES = LOCAL_MODES[:3]  # popcorn has no profile mode
 # kernelbot's submission.check_deadline refuses every mode after this (problems/amd_202602.yaml).
 DEADLINE = datetime(2026, 4, 7, 7, 59, tzinfo=timezone.utc)
-# Per rolling hour, per leaderboard and mode category (observed values, POPCORN_FACTS section 4).
-DEFAULT_RATE_LIMITS = {"leaderboard": 1, "test": 6}
-RATE_LIMIT_ENV = {"leaderboard": "HARNESS_RATE_LIMIT_LEADERBOARD", "test": "HARNESS_RATE_LIMIT_TEST"}
-RATE_WINDOW = timedelta(hours=1)
-REMOTE_DIR_ENV = "HARNESS_REMOTE_DIR"  # where raw reports and the sent log go (tests point it elsewhere)
 # A leaderboard-mode run does tests (900 s), benchmarks (900 s) and the ranked run (1200 s), plus a queue.
 DEFAULT_TIMEOUT_S = 3600
-GATE_RUN_TIMEOUT_S = 1800
 POPCORN_EXECUTABLES = ("popcorn-cli", "popcorn")
 FIRST_JSON_SUMMARY_VERSION = (1, 3, 16)  # from here on popcorn-cli prints a JSON summary without timings
 POPCORN_INSTALL_HINT = ("install it from https://github.com/gpu-mode/popcorn-cli/releases or with "
@@ -72,80 +61,8 @@ ROUNDING_NOTE = ("stats are popcorn's printed values converted to ns (about 3 si
                  "runs and std are not printed")
 
 
-class RemoteError(Exception):
-    """A failure with a one-line message for the user; `kind` names it, `exit_code` is the CLI's."""
-
-    def __init__(self, message: str, kind: str = "error", exit_code: int = 1):
-        super().__init__(message)
-        self.kind = kind
-        self.exit_code = exit_code
-
-
-def remote_dir() -> Path:
-    return Path(os.environ.get(REMOTE_DIR_ENV) or REPO_ROOT / "results" / "remote")
-
-
-def rate_limits() -> dict[str, int]:
-    """The per-hour limits: defaults, overridden by $HARNESS_RATE_LIMIT_LEADERBOARD / _TEST."""
-    limits = dict(DEFAULT_RATE_LIMITS)
-    for category, variable in RATE_LIMIT_ENV.items():
-        value = os.environ.get(variable)
-        if value is None:
-            continue
-        if not value.strip().isdigit():
-            raise RemoteError(f"${variable} must be a whole number of submissions per hour, not {value!r}",
-                              "usage", 2)
-        limits[category] = int(value)
-    return limits
-
-
-def mode_category(mode: str) -> str:
-    """The server's rate-limit category: leaderboard mode apart, everything else counts as "test"."""
-    return "leaderboard" if mode == "leaderboard" else "test"
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
 # ---------------------------------------------------------------------------------------------
-# 2. #!POPCORN directives (popcorn-cli's reading: any line at column 0 starting with # or //)
-# ---------------------------------------------------------------------------------------------
-@dataclasses.dataclass
-class Directives:
-    leaderboard: str | None
-    gpus: list[str]
-
-
-def read_directives(text: str) -> Directives:
-    leaderboard, gpus = None, []
-    for line in text.splitlines():
-        if not (line.startswith("#") or line.startswith("//")):
-            continue
-        tokens = line.split()
-        if len(tokens) < 2 or tokens[0] not in ("#!POPCORN", "//!POPCORN"):
-            continue
-        key = tokens[1].lower()
-        if key in ("gpu", "gpus"):
-            gpus = tokens[2:]  # a later line overwrites an earlier one, as in popcorn-cli
-        elif key == "leaderboard" and len(tokens) > 2:
-            leaderboard = tokens[2]
-    return Directives(leaderboard, gpus)
-
-
-def header_leaderboard(text: str) -> str | None:
-    """The leaderboard the server reads: only from the first comment block of the file."""
-    for line in text.splitlines():
-        if not (line.startswith("#") or line.startswith("//")):
-            break
-        tokens = line.split()
-        if len(tokens) >= 3 and tokens[0] in ("#!POPCORN", "//!POPCORN") and tokens[1].lower() == "leaderboard":
-            return tokens[2]
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# 3. Report -> ledger records
+# 2. Report -> ledger records
 # ---------------------------------------------------------------------------------------------
 def _stats(result: ShapeResult) -> dict | None:
     if result.mean is None:
@@ -171,7 +88,7 @@ def _result_entry(result: ShapeResult) -> dict:
 @dataclasses.dataclass
 class SendContext:
     """What a record needs to know about the attempt besides the report."""
-    submission: dict  # {"number", "path", "sha256"}
+    submission: records.SubmissionInfo
     mode: str
     leaderboard: str
     gpu: str
@@ -180,265 +97,50 @@ class SendContext:
     popcorn_version: str | None = None
 
 
-def _base_record(context: SendContext, mode: str, finished: str) -> dict:
-    return {"run_id": ledger.new_run_id(), "source": "remote", "submission": context.submission,
-            "mode": mode, "cases": "official", "flush": "official", "device": dict(REMOTE_DEVICE),
-            "versions": {"harness": __version__, "popcorn": context.popcorn_version,
-                         "python": sys.version.split()[0]},
-            "warnings": [], "started": context.started, "finished": finished}
+def _new_record(context: SendContext, mode: str, finished: str, *, status: str, reason: str, results: list,
+                remote: dict, torch_version: str | None = None) -> records.Record:
+    versions = {"harness": __version__, "popcorn": context.popcorn_version, "python": sys.version.split()[0]}
+    if torch_version:
+        versions["torch"] = torch_version
+    return records.new_record(source="remote", submission=context.submission, mode=mode, cases="official",
+                              flush="official", device=dict(REMOTE_DEVICE), versions=versions, status=status,
+                              reason=reason, results=results, warnings=[], started=context.started,
+                              finished=finished, remote=remote)
 
 
-def records_from_report(report: Report, context: SendContext, finished: str) -> list[dict]:
-    records = []
+def records_from_report(report: Report, context: SendContext, finished: str) -> list[records.Record]:
+    found = []
     for run in report.runs:
         stages = run.stages or [Stage(context.mode, "", "error", run.failure or "no verdict in the report")]
         for stage in stages:
-            record = _base_record(context, stage.name, finished)
-            reason = stage.reason
-            if not run.delivered:
-                reason = f"the runner failed: {run.failure}"
-            record.update({
-                "status": stage.status if run.delivered else "error", "reason": reason,
-                "results": [_result_entry(r) for r in stage.results],
-                "remote": {"run": run.run, "stage": stage.name, "submitted_mode": context.mode,
-                           "leaderboard": context.leaderboard, "gpu": context.gpu,
-                           "report_dir": context.report_dir, "generation": report.generation,
-                           "verdict": stage.verdict, "title": run.title, "workflow_url": run.workflow_url,
-                           "system": run.system, "rounding": ROUNDING_NOTE if report.generation == "text" else
-                           "no per-shape timings in this popcorn generation",
-                           "score": run.score if stage.name == "leaderboard" else None,
-                           "score_approximate": run.score_approximate if stage.name == "leaderboard" else False},
-            })
-            if run.system.get("Torch"):
-                record["versions"]["torch"] = run.system["Torch"]
-            records.append(record)
-    return records
+            leaderboard_stage = stage.name == "leaderboard"
+            remote = {"run": run.run, "stage": stage.name, "submitted_mode": context.mode,
+                      "leaderboard": context.leaderboard, "gpu": context.gpu, "report_dir": context.report_dir,
+                      "generation": report.generation, "verdict": stage.verdict, "title": run.title,
+                      "workflow_url": run.workflow_url, "system": run.system,
+                      "rounding": ROUNDING_NOTE if report.generation == "text" else
+                      "no per-shape timings in this popcorn generation",
+                      "score": run.score if leaderboard_stage else None,
+                      "score_approximate": run.score_approximate if leaderboard_stage else False}
+            found.append(_new_record(
+                context, stage.name, finished,
+                status=stage.status if run.delivered else "error",
+                reason=stage.reason if run.delivered else f"the runner failed: {run.failure}",
+                results=[_result_entry(r) for r in stage.results], remote=remote,
+                torch_version=run.system.get("Torch")))
+    return found
 
 
-def error_record(context: SendContext, error: RemoteError, finished: str) -> dict:
-    record = _base_record(context, context.mode, finished)
-    record.update({"status": "error", "reason": str(error), "results": [],
-                   "remote": {"run": None, "stage": None, "submitted_mode": context.mode,
-                              "leaderboard": context.leaderboard, "gpu": context.gpu,
-                              "report_dir": context.report_dir, "generation": None,
-                              "error_kind": error.kind, "score": None, "score_approximate": False}})
-    return record
+def error_record(context: SendContext, error: RemoteError, finished: str) -> records.Record:
+    return _new_record(context, context.mode, finished, status="error", reason=str(error), results=[],
+                       remote={"run": None, "stage": None, "submitted_mode": context.mode,
+                               "leaderboard": context.leaderboard, "gpu": context.gpu,
+                               "report_dir": context.report_dir, "generation": None, "error_kind": error.kind,
+                               "score": None, "score_approximate": False})
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. The server's and popcorn-cli's error messages -> one line each
-# ---------------------------------------------------------------------------------------------
-_RATE_RE = re.compile(r"Rate limit exceeded: (?P<count>\d+)/(?P<max>\d+) (?P<category>\w+) submissions per hour\. "
-                      r"Try again in (?P<seconds>\d+)s")
-_SERVER_STATUS_RE = re.compile(r"Server returned status (?P<code>\d+)[^:]*: (?P<detail>.*)")
-_NETWORK_HINTS = ("error sending request", "connection refused", "dns error", "error trying to connect",
-                  "tcp connect", "connection reset", "network is unreachable", "failed to lookup address",
-                  "operation timed out", "certificate")
-
-
-def classify_failure(stderr: str, returncode: int) -> RemoteError:
-    """popcorn-cli exited non-zero: turn its `Application error: ...` into one clear line."""
-    app = re.findall(r"Application error: (.*)", stderr)
-    detail = app[-1].strip() if app else next((line.strip() for line in reversed(stderr.splitlines())
-                                               if line.strip()), f"popcorn-cli exited with code {returncode}")
-    whole = stderr if app else detail
-    lowered = whole.lower()
-    if match := _RATE_RE.search(whole):
-        minutes = int(match["seconds"]) / 60
-        return RemoteError(f"the server's rate limit: {match['count']}/{match['max']} {match['category']} "
-                           f"submissions per hour; try again in {minutes:.0f} min ({match['seconds']} s)",
-                           "rate_limit")
-    if "deadline to submit" in lowered and "has passed" in lowered:
-        match = re.search(r"It was (.+?) and today is", whole)
-        when = f" ({match[1].strip()})" if match else ""
-        return RemoteError(f"the server refused: the leaderboard's deadline{when} has passed", "deadline")
-    if "work on another" in lowered:
-        return RemoteError("the server rejected the file: the word it forbids (s-t-r-e-a-m, any case, comments "
-                           "included) appears in it", "rejected")
-    if "too large" in lowered:
-        return RemoteError("the server rejected the file: larger than its 1 MB limit", "rejected")
-    if "doesn't match the one in the submission script header" in lowered:
-        mismatch = whole[whole.find("Leaderboard name"):].splitlines()[0] if "Leaderboard name" in whole else detail
-        return RemoteError(f"the server rejected the file: {mismatch}", "rejected")
-    if "kernelguard pre-check is unavailable" in lowered:
-        return RemoteError("the server's KernelGuard pre-check is unavailable right now; try again later", "server")
-    if "kernelguard" in lowered or re.search(r"Submission \d+ hacked", whole):
-        rules = re.search(r"Matched rules: ([^.]+)", whole)
-        return RemoteError("the server rejected the file: KernelGuard flagged it"
-                           + (f" ({rules[1].strip()})" if rules else f" ({detail})"), "kernelguard")
-    if match := re.search(r"Submission (\d+) timed_out: (.*)", whole):
-        return RemoteError(f"submission {match[1]} timed out on the server: {match[2].strip()}", "timeout")
-    if match := re.search(r"Submission (\d+) failed: (.*)", whole):
-        return RemoteError(f"submission {match[1]} failed on the server: {match[2].strip()}", "server")
-    if "timed out waiting for submission" in lowered:
-        return RemoteError(f"popcorn-cli gave up waiting: {detail}", "timeout")
-    if "config file not found" in lowered or "cli_id not found" in lowered or "register" in lowered:
-        return RemoteError("popcorn-cli is not registered: run `popcorn-cli register discord` (or github) first",
-                           "not_registered", 2)
-    if "popcorn_api_url" in lowered:
-        return RemoteError("popcorn-cli has no server address: set POPCORN_API_URL (see popcorn-cli's README)",
-                           "config", 2)
-    if any(hint in lowered for hint in _NETWORK_HINTS):
-        return RemoteError(f"network error reaching the server: {detail}", "network")
-    if match := _SERVER_STATUS_RE.search(whole):
-        return RemoteError(f"server error {match['code']}: {match['detail'].strip()}", "server")
-    if "server processing error" in lowered:
-        return RemoteError(f"server error: {detail}", "server")
-    return RemoteError(f"popcorn-cli failed: {detail}", "popcorn")
-
-
-# ---------------------------------------------------------------------------------------------
-# 5. Rate-limit memory: one JSON line per event in results/remote/sent.jsonl
-# ---------------------------------------------------------------------------------------------
-# Refusals that come before the server creates a submission do not count against its limit.
-_NOT_COUNTED = {"rate_limit", "deadline", "rejected", "not_registered", "config", "network"}
-
-
-def sent_log_path() -> Path:
-    return remote_dir() / "sent.jsonl"
-
-
-def note_sent(entry: dict) -> None:
-    """Append one event (a send, or a send's outcome with the same id) to the sent log."""
-    ledger.append(entry, sent_log_path())
-
-
-def sent_history() -> list[dict]:
-    """One entry per send: its first line, with the outcome of its last line."""
-    by_id: dict[str, dict] = {}
-    for event in ledger.read(sent_log_path()):
-        if "id" not in event:
-            continue
-        by_id.setdefault(event["id"], dict(event)).update(
-            {key: event[key] for key in ("outcome", "retry_at") if key in event})
-    return list(by_id.values())
-
-
-@dataclasses.dataclass
-class RateCheck:
-    ok: bool
-    message: str
-
-
-def check_rate_limit(leaderboard: str, mode: str, now: datetime | None = None) -> RateCheck:
-    """Would one more submission of this mode exceed what we know of the server's hourly limit?"""
-    now = now or utc_now()
-    category = mode_category(mode)
-    limit = rate_limits()[category]
-    recent, retry_at = [], None
-    for entry in sent_history():
-        if entry.get("leaderboard") != leaderboard or entry.get("category") != category:
-            continue
-        if entry.get("retry_at"):
-            moment = datetime.fromisoformat(entry["retry_at"])
-            retry_at = max(retry_at, moment) if retry_at else moment
-        sent_at = datetime.fromisoformat(entry["time"])
-        if now - sent_at < RATE_WINDOW and entry.get("outcome") not in _NOT_COUNTED:
-            recent.append(sent_at)
-    if retry_at and retry_at > now:
-        wait = (retry_at - now).total_seconds()
-        return RateCheck(False, f"the server said to wait: next {category} submission allowed in "
-                                f"{wait / 60:.0f} min (at {retry_at:%H:%M} UTC)")
-    if len(recent) >= limit:
-        wait = (min(recent) + RATE_WINDOW - now).total_seconds()
-        return RateCheck(False, f"rate limit: {len(recent)}/{limit} {category} submissions sent to {leaderboard} "
-                                f"in the last hour; next one in {wait / 60:.0f} min")
-    return RateCheck(True, f"{len(recent)}/{limit} {category} submissions sent to {leaderboard} in the last hour")
-
-
-# ---------------------------------------------------------------------------------------------
-# 6. The local gate
-# ---------------------------------------------------------------------------------------------
-@dataclasses.dataclass
-class GateCheck:
-    name: str
-    ok: bool | None  # None: skipped (not applicable here, or pointless after an earlier failure)
-    details: list[str] = dataclasses.field(default_factory=list)
-
-
-@dataclasses.dataclass
-class GateVerdict:
-    checks: list[GateCheck]
-
-    @property
-    def ok(self) -> bool:
-        return all(check.ok is not False for check in self.checks)
-
-    @property
-    def reasons(self) -> list[str]:
-        return [f"{check.name}: {detail}" for check in self.checks if check.ok is False for detail in check.details]
-
-
-def _lint_check(path: Path) -> GateCheck:
-    findings = lint_file(path)
-    blocking = [f for f in findings if f.blocking]
-    lines = [f"{path.name}:{f.line}: {f.rule} {f.message}" for f in (blocking or findings)]
-    return GateCheck("lint", not blocking, lines or ["clean"])
-
-
-def _header_check(text: str, leaderboard: str) -> GateCheck:
-    in_header = header_leaderboard(text)
-    if in_header is not None and in_header != leaderboard:
-        return GateCheck("header", False, [f"the file's header names leaderboard {in_header!r} but {leaderboard!r} "
-                                           "was asked for; the server refuses a mismatch"])
-    return GateCheck("header", True, [f"leaderboard {in_header or leaderboard}"])
-
-
-def _tail(text: str, lines: int = 8) -> list[str]:
-    return [line for line in text.strip().splitlines()[-lines:] if line.strip()]
-
-
-def _local_run_check(path: Path) -> GateCheck:
-    """`harness run PATH --mode test` in a child process: the same verdict the user would get by hand.
-
-    Its record goes to a throwaway ledger: the gate checks, it does not add results to the user's ledger.
-    """
-    command = [sys.executable, "-c", "from harness.cli import main; main()", "run", str(path), "--mode", "test"]
-    try:
-        with tempfile.TemporaryDirectory(prefix="harness-gate-") as scratch:
-            env = {**os.environ, ledger.LEDGER_ENV: str(Path(scratch) / "gate-ledger.jsonl")}
-            done = subprocess.run(command, capture_output=True, text=True, timeout=GATE_RUN_TIMEOUT_S,
-                                  cwd=REPO_ROOT, env=env)
-    except subprocess.TimeoutExpired:
-        return GateCheck("local test run", False, [f"`harness run --mode test` took over {GATE_RUN_TIMEOUT_S} s"])
-    if done.returncode == 0:
-        return GateCheck("local test run", True, ["`harness run --mode test` passed here"])
-    return GateCheck("local test run", False,
-                     [f"`harness run {path.name} --mode test` failed here (exit {done.returncode})"]
-                     + _tail(done.stdout + "\n" + done.stderr))
-
-
-def _aot_check(path: Path) -> GateCheck:
-    try:
-        reports = compile_submission(path, "gfx950")
-    except Exception as error:  # noqa: BLE001 - any compiler failure is the gate's verdict, in one line
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        return GateCheck("gfx950 compile", False, [f"its Triton kernels do not compile for gfx950: {first}"])
-    return GateCheck("gfx950 compile", True, [f"{len(reports)} Triton kernel(s) compiled for gfx950"])
-
-
-def run_gate(plan: "Plan") -> GateVerdict:
-    """lint + header, then a local test run when this machine can run it, else a gfx950 compile."""
-    from harness import platform
-
-    submission = plan.submission
-    checks = [_lint_check(submission.path), _header_check(plan.text, plan.leaderboard)]
-    machine = platform.detect("auto")
-    runnable, why_not = platform.can_run(submission, machine)
-    if not checks[0].ok:  # the server would refuse it anyway: spare the slow part
-        checks.append(GateCheck("local test run", None, ["not run: lint already refused the file"]))
-    elif runnable:
-        checks.append(_local_run_check(submission.path))
-    elif "triton" in submission.requirements:
-        checks.append(_aot_check(submission.path))
-        checks.append(GateCheck("local test run", None, [f"not run here: {why_not}"]))
-    else:
-        checks.append(GateCheck("local test run", None, [f"not run here: {why_not}; static checks only"]))
-    return GateVerdict(checks)
-
-
-# ---------------------------------------------------------------------------------------------
-# 7. The flow: plan, then send
+# 3. The flow: plan, then send
 # ---------------------------------------------------------------------------------------------
 def find_popcorn() -> str | None:
     for name in POPCORN_EXECUTABLES:
@@ -473,13 +175,9 @@ class Plan:
         return shlex.join(self.command)
 
 
-def _submission_dict(submission) -> dict:
-    path = Path(submission.path).resolve()
-    try:
-        shown = str(path.relative_to(REPO_ROOT))
-    except ValueError:
-        shown = str(path)
-    return {"number": submission.number, "path": shown, "sha256": submission.sha256}
+def _submission_info(submission) -> records.SubmissionInfo:
+    return records.SubmissionInfo(number=submission.number, path=paths.in_repository(submission.path),
+                                  sha256=submission.sha256, requirements=sorted(submission.requirements))
 
 
 def plan(argument: str, *, mode: str = "leaderboard", leaderboard: str | None = None, gpu: str | None = None,
@@ -511,7 +209,7 @@ def plan(argument: str, *, mode: str = "leaderboard", leaderboard: str | None = 
                           "usage", 2)
     now = now or utc_now()
     number = chosen.number if chosen.number is not None else chosen.slug
-    report_dir = remote_dir() / f"{now:%Y%m%dT%H%M%SZ}_{number}_{mode}"
+    report_dir = paths.remote_dir() / f"{now:%Y%m%dT%H%M%SZ}_{number}_{mode}"
     popcorn = find_popcorn()
     command = [popcorn or "popcorn-cli", "submit", "--no-tui", "--leaderboard", leaderboard, "--gpu", gpu,
                "--mode", mode, "--output", str(report_dir / "report.txt"), str(Path(chosen.path).resolve())]
@@ -582,8 +280,8 @@ def send(plan: Plan, *, timeout_s: float = DEFAULT_TIMEOUT_S,
     plan.report_dir.mkdir(parents=True, exist_ok=True)
     (plan.report_dir / "command.txt").write_text(plan.command_line + "\n", encoding="utf-8")
     started = utc_now()
-    context = SendContext(_submission_dict(plan.submission), plan.mode, plan.leaderboard, plan.gpu,
-                          _shown(plan.report_dir), started.isoformat(timespec="seconds"), plan.popcorn_version)
+    context = SendContext(_submission_info(plan.submission), plan.mode, plan.leaderboard, plan.gpu,
+                          paths.in_repository(plan.report_dir), started.isoformat(timespec="seconds"), plan.popcorn_version)
     send_id = uuid.uuid4().hex
     note_sent({"id": send_id, "time": started.isoformat(timespec="seconds"), "leaderboard": plan.leaderboard,
                "category": mode_category(plan.mode), "mode": plan.mode, "submission": context.submission,
@@ -591,7 +289,7 @@ def send(plan: Plan, *, timeout_s: float = DEFAULT_TIMEOUT_S,
     stdout_path, stderr_path = plan.report_dir / "stdout.txt", plan.report_dir / "stderr.txt"
     error, report, records = None, None, []
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        process = subprocess.Popen(plan.command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=REPO_ROOT)
+        process = subprocess.Popen(plan.command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=paths.REPO_ROOT)
         clock = time.monotonic()
         try:
             while process.poll() is None:
@@ -622,54 +320,14 @@ def send(plan: Plan, *, timeout_s: float = DEFAULT_TIMEOUT_S,
             records = records_from_report(report, context, finished)
         except (ReportFormatError, ValueError) as problem:
             error = RemoteError(f"the report could not be parsed ({problem}); raw output kept in "
-                                f"{_shown(plan.report_dir)}", "unparsed")
+                                f"{paths.in_repository(plan.report_dir)}", "unparsed")
     if error is not None:
         records = [error_record(context, error, finished)]
     retry_at = None
-    if error is not None and (match := _RATE_RE.search(stderr_text)):
+    if error is not None and (match := RATE_LIMIT_MESSAGE.search(stderr_text)):
         retry_at = (utc_now() + timedelta(seconds=int(match["seconds"]))).isoformat(timespec="seconds")
     note_sent({"id": send_id, "time": finished, "outcome": error.kind if error else "report",
                **({"retry_at": retry_at} if retry_at else {})})
     for record in records:
         ledger.append(record)
     return Outcome(records, plan.report_dir, error, report)
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return str(path)
-
-
-# ---------------------------------------------------------------------------------------------
-# What the CLI shows after a send (pure functions of the records)
-# ---------------------------------------------------------------------------------------------
-def outcome_rows(records: list[dict]) -> list[tuple[str, str, str, str, str, str]]:
-    """(run, mode, status, shapes passed, geomean of the means in µs, reason) per record."""
-    rows = []
-    for record in records:
-        remote = record.get("remote") or {}
-        results = record.get("results") or []
-        passed = sum(r["status"] == "pass" for r in results)
-        means = [r["stats"]["mean"] for r in results if r.get("stats") and r["stats"].get("mean")]
-        geomean = statistics.geometric_mean(means) / 1e3 if means else None
-        rows.append((remote.get("run") or "-", record["mode"], record["status"],
-                     f"{passed}/{len(results)}" if results else "-",
-                     f"{geomean:.1f}" if geomean is not None and len(means) == len(results) else "-",
-                     record.get("reason", "")))
-    return rows
-
-
-def score_lines(records: list[dict]) -> list[str]:
-    """The leaderboard score of each run that has one, marked approximate when recomputed from printed means."""
-    lines = []
-    for record in records:
-        remote = record.get("remote") or {}
-        if remote.get("score") is None:
-            continue
-        score_us = remote["score"] * 1e6
-        how = ("≈ geomean of the ranked means as printed (approximate)" if remote.get("score_approximate")
-               else "as reported by the server")
-        lines.append(f"score ({remote.get('run')}): {score_us:.2f} µs = {remote['score']:.4g} s, {how}")
-    return lines

@@ -2,39 +2,25 @@
 
 Reading order: `build_tables` turns ledger records into one `Table` per (device, mode, cases,
 remote run) holding the latest record of each submission; `render_markdown` writes the page;
-`draw_chart` draws per-shape latency with the bandwidth floors; `regenerate` does all three.
+harness/chart.py draws the chart from the same tables; `regenerate` does all three.
 Everything here only reads the ledger.
 """
 from __future__ import annotations
 
-import statistics
-import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness import ledger
-
-REPO_ROOT = ledger.REPO_ROOT
-DEFAULT_OUTPUT = REPO_ROOT / "scoreboard.md"
-DEFAULT_CHART = REPO_ROOT / "results" / "scoreboard.png"
+from harness import paths, records
+from harness.chart import draw_chart
+from harness.floors import KV_BYTES_PER_TOKEN, copy_bandwidth, floor_ns
+from harness.figures import format_us, geomean
+from harness.records import case_means, case_verdicts, label, shape_label
 
 TIMED_MODES = ("benchmark", "leaderboard")
 MODE_ORDER = ("test", "benchmark", "leaderboard", "profile")
 REMOTE_NOTE = ("Remote numbers are parsed from popcorn's report, which rounds them to about three "
                "significant digits, so the geomean score here is approximate.")
-
-# Bytes a kernel must move for one KV token, by the KV format it reads (576 dims per token).
-KV_BYTES_PER_TOKEN = {"bf16": 1152, "fp8": 576, "mxfp4": 306}  # mxfp4: 288 data bytes + 18 e8m0 scales
-# Per query token: Q read as bf16 (16 heads x 576) and the output written as bf16 (16 heads x 512).
-Q_AND_OUTPUT_BYTES_PER_QUERY = 16 * 576 * 2 + 16 * 512 * 2
-
-# Copy bandwidth per device (matched as a substring of the device name), bytes per second.
-COPY_BANDWIDTH = {
-    "H200": (4.27e12, "measured on the lent H200"),
-    "MI355X": (8.0e12, "datasheet lead, not measured"),
-}
-
 
 @dataclass
 class Row:
@@ -92,97 +78,10 @@ class Table:
 
 # ---------------------------------------------------------------- small helpers
 
-def shape_of(spec: dict) -> tuple:
-    return (int(spec.get("batchsize", 0)), int(spec.get("qseqlen", 1)), int(spec.get("kvseqlen", 0)))
-
-
-def shape_label(shape: tuple) -> str:
-    batch, qseq, kv = shape
-    kv_text = f"{kv // 1024}k" if kv and kv % 1024 == 0 else str(kv)
-    return f"b{batch} kv{kv_text}" if qseq == 1 else f"b{batch} q{qseq} kv{kv_text}"
-
-
-def format_us(ns: float | None) -> str:
-    """Nanoseconds as microseconds with about three significant digits."""
-    if ns is None:
-        return "–"
-    us = ns / 1000.0
-    if us >= 100:
-        return f"{us:.0f}"
-    if us >= 10:
-        return f"{us:.1f}"
-    return f"{us:.2f}"
-
-
-def geomean(values) -> float | None:
-    values = list(values)
-    if not values or any(v is None or v <= 0 for v in values):
-        return None
-    return statistics.geometric_mean(values)
-
-
-def submission_key(record: dict):
-    sub = record.get("submission") or {}
-    return sub.get("number") if sub.get("number") is not None else sub.get("path", "?")
-
-
-def submission_label(record: dict) -> str:
-    sub = record.get("submission") or {}
-    path = sub.get("path")
-    if path:
-        return Path(path).stem
-    return str(sub.get("number", "?"))
-
-
-class MalformedRecordWarning(UserWarning):
-    """A ledger line that is valid JSON but not a record this harness can read."""
-
-
-def finished_at(record: dict) -> str:
-    return str(record.get("finished") or "")
-
-
-def _well_formed(record: dict) -> bool:
-    try:
-        if not isinstance(record.get("submission"), dict) or not isinstance(record.get("device"), dict):
-            return False
-        for result in record.get("results") or []:
-            shape_of(result.get("spec") or {})
-            mean = (result.get("stats") or {}).get("mean")
-            if mean is not None:
-                float(mean)
-        return True
-    except (TypeError, ValueError, AttributeError):
-        return False
-
-
-def usable_records(records: list[dict]) -> list[dict]:
-    """The records this module can read; any other is left out with a MalformedRecordWarning."""
-    usable = [record for record in records if _well_formed(record)]
-    if len(usable) < len(records):
-        warnings.warn(f"left out {len(records) - len(usable)} malformed ledger record(s)", MalformedRecordWarning,
-                      stacklevel=2)
-    return usable
-
-
-def case_means(record: dict) -> dict:
-    """shape -> mean ns for every case that passed and was timed (the last one wins on repeats)."""
-    means = {}
-    for result in record.get("results") or []:
-        stats = result.get("stats") or {}
-        if result.get("status") == "pass" and stats.get("mean") is not None:
-            means[shape_of(result.get("spec") or {})] = float(stats["mean"])
-    return means
-
-
 def reported_score_ns(record: dict) -> float | None:
     """The score a remote report printed (seconds in the record), when it came without per-shape times."""
-    score = (record.get("remote") or {}).get("score") if record.get("source") == "remote" else None
+    score = (record["remote"] or {}).get("score") if record["source"] == "remote" else None
     return float(score) * 1e9 if score else None
-
-
-def case_verdicts(record: dict) -> dict:
-    return {shape_of(r.get("spec") or {}): r.get("status", "?") for r in record.get("results") or []}
 
 
 def one_line(text: str, limit: int = 200) -> str:
@@ -192,79 +91,38 @@ def one_line(text: str, limit: int = 200) -> str:
 
 def failure_reason(record: dict) -> str:
     """The record's reason, else the first case that did not pass."""
-    reason = one_line(record.get("reason", ""))
+    reason = one_line(record["reason"])
     if reason:
         return reason
-    for result in record.get("results") or []:
-        if result.get("status") != "pass":
-            spec_text = shape_label(shape_of(result.get("spec") or {}))
-            return one_line(f"{spec_text}: {result.get('status')}: {result.get('message', '')}")
-    return record.get("status", "?")
-
-
-def copy_bandwidth(device_name: str) -> tuple | None:
-    for key, value in COPY_BANDWIDTH.items():
-        if key.lower() in device_name.lower():
-            return value
-    return None
-
-
-def floor_ns(shape: tuple, kv_format: str, bandwidth: float) -> float:
-    """Time to move the KV cache in `kv_format` plus Q and the output once at `bandwidth` bytes/s."""
-    batch, qseq, kv = shape
-    moved = batch * kv * KV_BYTES_PER_TOKEN[kv_format] + batch * qseq * Q_AND_OUTPUT_BYTES_PER_QUERY
-    return moved / bandwidth * 1e9
+    for result in record["results"]:
+        if result["status"] != "pass":
+            spec_text = shape_label(records.shape_of(result["spec"]))
+            return one_line(f"{spec_text}: {result['status']}: {result['message']}")
+    return record["status"]
 
 
 # ---------------------------------------------------------------- MI355X verification
-
-def requirements_of_record(record: dict, root: Path = REPO_ROOT, _cache: dict | None = None) -> frozenset:
-    """What a submission needs: from the record if it says, else inferred from its file."""
-    sub = record.get("submission") or {}
-    if sub.get("requirements") is not None:
-        return frozenset(sub["requirements"])
-    path = sub.get("path")
-    if not path:
-        return frozenset()
-    file = Path(path) if Path(path).is_absolute() else Path(root) / path
-    if _cache is not None and file in _cache:
-        return _cache[file]
-    try:
-        from harness.submission import requirements_of
-        found = requirements_of(file.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ImportError):
-        found = frozenset()  # file gone (or the inference module missing): nothing to flag
-    if _cache is not None:
-        _cache[file] = found
-    return found
-
 
 def needs_mi355x(requirements: frozenset) -> bool:
     return bool({"hip", "aiter"} & set(requirements))
 
 
-def verified_on_mi355x(record: dict, records: list[dict]) -> bool:
+def verified_on_mi355x(record: dict, everything: list[dict]) -> bool:
     """A passing test or leaderboard run on MI355X (remote, or a local gfx950) of the same file or number."""
-    sub = record.get("submission") or {}
-    for other in records:
-        other_sub = other.get("submission") or {}
-        on_mi355x = other.get("source") == "remote" or (other.get("device") or {}).get("arch") == "gfx950"
-        if not on_mi355x or other.get("mode") not in ("test", "leaderboard") or other.get("status") != "pass":
+    sub = record["submission"]
+    for other in everything:
+        other_sub = other["submission"]
+        on_mi355x = other["source"] == "remote" or other["device"]["arch"] == "gfx950"
+        if not on_mi355x or other["mode"] not in ("test", "leaderboard") or other["status"] != "pass":
             continue
-        same_file = sub.get("sha256") and other_sub.get("sha256") == sub.get("sha256")
-        same_number = sub.get("number") is not None and other_sub.get("number") == sub.get("number")
+        same_file = sub["sha256"] and other_sub["sha256"] == sub["sha256"]
+        same_number = sub["number"] is not None and other_sub["number"] == sub["number"]
         if same_file or same_number:
             return True
     return False
 
 
 # ---------------------------------------------------------------- tables
-
-def group_key(record: dict) -> tuple:
-    device = record.get("device") or {}
-    run = (record.get("remote") or {}).get("run") if record.get("source") == "remote" else None
-    return (device.get("name", "unknown device"), record.get("mode", "?"), str(record.get("cases", "?")), run)
-
 
 def _sort_key(key: tuple, remote: bool) -> tuple:
     device, mode, cases, run = key
@@ -276,36 +134,26 @@ def _row_order(row) -> tuple:
     return (row.number is None, row.number if row.number is not None else 0, row.label)
 
 
-def build_tables(records: list[dict], *, baseline: int | None = None, root: Path = REPO_ROOT) -> list[Table]:
+def build_tables(everything: list[dict], *, baseline: int | None = None) -> list[Table]:
     """One table per (device, mode, cases, remote run) with the latest record of each submission."""
-    records = usable_records(records)
-    latest: dict[tuple, dict] = {}
-    for record in records:
-        slot = (group_key(record), submission_key(record))
-        held = latest.get(slot)
-        if held is None or finished_at(record) >= finished_at(held):
-            latest[slot] = record
-
-    requirement_cache: dict = {}
+    latest = records.latest_by(everything, lambda r: (records.group_key(r), records.identity(r)))
     tables: dict[tuple, Table] = {}
     for (key, _), record in latest.items():
-        device = record.get("device") or {}
         table = tables.get(key)
         if table is None:
-            table = tables[key] = Table(device=key[0], arch=device.get("arch", ""), mode=key[1], cases=key[2],
-                                        run=key[3], remote=record.get("source") == "remote")
-        unverified = (needs_mi355x(requirements_of_record(record, root, requirement_cache))
-                      and not verified_on_mi355x(record, records))
-        label = submission_label(record)
-        status = record.get("status", "?")
+            table = tables[key] = Table(device=key[0], arch=record["device"]["arch"], mode=key[1], cases=key[2],
+                                        run=key[3], remote=record["source"] == "remote")
+        unverified = needs_mi355x(record["submission"]["requirements"]) and not verified_on_mi355x(record, everything)
+        name = label(record)
+        status = record["status"]
         if status == "pass":
-            table.rows.append(Row(label=label, number=(record.get("submission") or {}).get("number"),
+            table.rows.append(Row(label=name, number=record["submission"]["number"],
                                   record=record, means=case_means(record), verdicts=case_verdicts(record),
                                   reported_score_ns=reported_score_ns(record), unverified=unverified))
         elif status == "skip":
-            table.skipped.append(Listed(label, status, failure_reason(record), unverified))
+            table.skipped.append(Listed(name, status, failure_reason(record), unverified))
         else:
-            table.failing.append(Listed(label, status, failure_reason(record), unverified))
+            table.failing.append(Listed(name, status, failure_reason(record), unverified))
 
     _merge_secret_runs(tables)
     ordered = [tables[k] for k in sorted(tables, key=lambda k: _sort_key(k, tables[k].remote))]
@@ -344,7 +192,7 @@ def _fill_scores(table: Table, baseline: int | None) -> None:
             row.geomean_ns = geomean(row.means[shape] for shape in table.shapes)
         elif not row.means and row.reported_score_ns:
             row.geomean_ns = row.reported_score_ns
-    flushes = {row.label: row.record.get("flush") for row in table.rows if not table.remote}
+    flushes = {row.label: row.record["flush"] for row in table.rows if not table.remote}
     if len(set(flushes.values())) > 1:
         table.notes.append("Rows were timed with different cache flushes: "
                            + ", ".join(f"{label} ({flush})" for label, flush in flushes.items()) + ".")
@@ -378,7 +226,7 @@ def _name_cell(label: str, best: bool = False, unverified: bool = False) -> str:
 
 
 def _recorded(record: dict) -> str:
-    return (record.get("finished") or record.get("started") or "?")[:16].replace("T", " ")
+    return (record["finished"] or record["started"] or "?")[:16].replace("T", " ")
 
 
 def render_table(table: Table) -> str:
@@ -485,46 +333,6 @@ def render_markdown(tables: list[Table], *, ledger_file: str, record_count: int,
     return "\n".join(lines).rstrip() + "\n"
 
 
-# ---------------------------------------------------------------- chart
-
-def draw_chart(tables: list[Table], path: Path) -> Path | None:
-    """Per-shape latency (log y) by submission, one panel per timed table; None when nothing is timed."""
-    timed = [t for t in tables if t.timed]
-    if not timed:
-        return None
-    from matplotlib.figure import Figure  # a bare Figure renders with Agg and touches no global backend
-    from matplotlib.ticker import FuncFormatter
-
-    fig = Figure(figsize=(11, 4.2 * len(timed)), layout="constrained")
-    axes = fig.subplots(len(timed), 1, squeeze=False)[:, 0]
-    floor_styles = {"bf16": ":", "fp8": "--", "mxfp4": "-."}
-    for ax, table in zip(axes, timed):
-        x = list(range(len(table.shapes)))
-        for row in table.rows:
-            points = [(i, row.means[s] / 1000) for i, s in enumerate(table.shapes) if s in row.means]
-            name = row.label + (" ★" if row.best else "")
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", linewidth=1.5, label=name)
-        bandwidth = copy_bandwidth(table.device)
-        if bandwidth:
-            for kv_format, style in floor_styles.items():
-                floors = [floor_ns(s, kv_format, bandwidth[0]) / 1000 for s in table.shapes]
-                ax.plot(x, floors, linestyle=style, color="0.45", linewidth=1.2,
-                        label=f"floor {kv_format} KV @ {bandwidth[0] / 1e12:.2f} TB/s")
-        subtitle = (f"floors: KV + Q + output bytes / copy bandwidth ({bandwidth[1]})" if bandwidth
-                    else "no bandwidth figure for this device: no floors drawn")
-        ax.set_title(f"{table.title}\n{subtitle}", fontsize=10)
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-        ax.set_xticks(x, [shape_label(s) for s in table.shapes])
-        ax.set_ylabel("time per call (µs)")
-        ax.grid(True, which="both", axis="y", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return path
-
-
 # ---------------------------------------------------------------- all of it
 
 @dataclass
@@ -535,26 +343,17 @@ class Summary:
     records: int
 
 
-def _display_path(path: Path, relative_to: Path) -> str:
-    """Relative to `relative_to` when the path lies below it, else absolute."""
-    absolute = Path(path).resolve()
-    try:
-        return str(absolute.relative_to(Path(relative_to).resolve()))
-    except ValueError:
-        return str(absolute)
-
-
-def regenerate(*, ledger_file=None, output=DEFAULT_OUTPUT, chart=DEFAULT_CHART, baseline: int | None = None,
-               now: datetime | None = None, root: Path = REPO_ROOT) -> Summary:
+def regenerate(*, ledger_file=None, output=None, chart=None, baseline: int | None = None,
+               now: datetime | None = None, root: Path = paths.REPO_ROOT) -> Summary:
     """Read the ledger, write the markdown page and the chart, and say what was written."""
-    source = ledger.ledger_path(ledger_file)
-    records = ledger.read(source)
-    tables = build_tables(records, baseline=baseline, root=root)
-    output = Path(output)
-    drawn = draw_chart(tables, Path(chart))
-    page = render_markdown(tables, ledger_file=_display_path(source, root), record_count=len(records),
+    source = paths.ledger_file(ledger_file)
+    everything = records.load(source, root)
+    tables = build_tables(everything, baseline=baseline)
+    output = Path(output or paths.SCOREBOARD_PAGE)
+    drawn = draw_chart(tables, Path(chart or paths.scoreboard_chart()))
+    page = render_markdown(tables, ledger_file=paths.shown(source, root), record_count=len(everything),
                            generated=now or datetime.now(timezone.utc),
-                           chart=_display_path(drawn, output.parent) if drawn else None)
+                           chart=paths.shown(drawn, output.parent) if drawn else None)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(page, encoding="utf-8")
-    return Summary(output=output, chart=drawn, tables=len(tables), records=len(records))
+    return Summary(output=output, chart=drawn, tables=len(tables), records=len(everything))

@@ -13,8 +13,7 @@ import hashlib
 import re
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SUBMISSIONS_DIR = REPO_ROOT / "submissions"
+from harness.paths import SUBMISSIONS_DIR, in_repository
 
 FILE_NAME = re.compile(r"^(\d+)_(\w+)\.py$")
 
@@ -50,10 +49,7 @@ class Submission:
 
     def display_path(self) -> str:
         """The path relative to the repository when the file is inside it."""
-        try:
-            return str(self.path.relative_to(REPO_ROOT))
-        except ValueError:
-            return str(self.path)
+        return in_repository(self.path)
 
 
 def requirements_of(source_text: str) -> frozenset:

@@ -93,9 +93,7 @@ def test_source_diff_and_a_changed_file_warning(tmp_path):
         differ.source_diff(differ.compare(records, "1", "2"))
 
 
-def test_cli_diff_prints_the_table_and_exits_2_when_nothing_compares(tmp_path, monkeypatch):
-    path = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv(ledger.LEDGER_ENV, str(path))
+def test_cli_diff_prints_the_table_and_exits_2_when_nothing_compares():
     ledger.append(record(1, {(4, 1024): 30000}))
     ledger.append(record(2, {(4, 1024): 10000}))
     result = CliRunner().invoke(main, ["diff", "1", "2"])

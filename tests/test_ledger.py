@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from harness import ledger
+from harness import ledger, paths
+from harness import records as records_module
 
 
 def _record(number, finished, mode="benchmark", device="NVIDIA H200", source="local"):
@@ -15,20 +16,20 @@ def _record(number, finished, mode="benchmark", device="NVIDIA H200", source="lo
             "status": "pass", "results": [], "finished": finished}
 
 
-def test_append_then_read_keeps_order_and_adds_schema(tmp_path):
+def test_append_then_read_keeps_order(tmp_path):
     path = tmp_path / "results" / "ledger.jsonl"
     ledger.append(_record(1, "2026-11-29T10:00:00"), path)
     ledger.append(_record(2, "2026-11-29T11:00:00"), path)
     records = ledger.read(path)
     assert [r["submission"]["number"] for r in records] == [1, 2]
-    assert all(r["schema"] == ledger.SCHEMA_VERSION for r in records)
     assert path.read_bytes().count(b"\n") == 2
 
 
-def test_ledger_path_follows_the_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv(ledger.LEDGER_ENV, str(tmp_path / "other.jsonl"))
-    assert ledger.ledger_path() == tmp_path / "other.jsonl"
-    assert ledger.ledger_path(tmp_path / "given.jsonl") == tmp_path / "given.jsonl"
+def test_ledger_path_follows_the_environment(tmp_path, monkeypatch, results_dir):
+    assert paths.ledger_file() == results_dir / "ledger.jsonl"
+    monkeypatch.setenv(paths.LEDGER_ENV, str(tmp_path / "other.jsonl"))
+    assert paths.ledger_file() == tmp_path / "other.jsonl"
+    assert paths.ledger_file(tmp_path / "given.jsonl") == tmp_path / "given.jsonl"
     ledger.append(_record(5, "2026-11-29T10:00:00"))
     assert ledger.read()[0]["submission"]["number"] == 5
 
@@ -53,15 +54,19 @@ def test_torn_line_is_skipped_with_a_warning_and_the_next_append_starts_a_new_li
         assert [r["submission"]["number"] for r in ledger.read(path)] == [1, 2]
 
 
-def test_latest_applies_every_filter(tmp_path):
-    records = [_record(1, "2026-11-29T10:00:00"), _record(1, "2026-11-29T12:00:00", mode="test"),
-               _record(1, "2026-11-29T11:00:00"), _record(2, "2026-11-29T13:00:00"),
-               _record(1, "2026-11-29T14:00:00", device="MI355X (remote)", source="remote")]
-    assert ledger.latest(records, number=1, mode="benchmark", source="local")["finished"] == "2026-11-29T11:00:00"
-    assert ledger.latest(records, number=1)["finished"] == "2026-11-29T14:00:00"
-    assert ledger.latest(records, number=1, source="local")["finished"] == "2026-11-29T12:00:00"
-    assert ledger.latest(records, device="NVIDIA H200", mode="benchmark")["submission"]["number"] == 2
-    assert ledger.latest(records, number=3) is None
+def test_latest_by_keeps_the_last_finished_record_of_each_key():
+    found = records_module.usable([
+        _record(1, "2026-11-29T10:00:00"), _record(1, "2026-11-29T12:00:00", mode="test"),
+        _record(1, "2026-11-29T11:00:00"), _record(2, "2026-11-29T13:00:00"),
+        _record(1, "2026-11-29T14:00:00", device="MI355X (remote)", source="remote")])
+    latest = records_module.latest_by(found, lambda r: (records_module.identity(r), r["mode"], r["source"]))
+    assert latest[(1, "benchmark", "local")]["finished"] == "2026-11-29T11:00:00"
+    assert latest[(1, "test", "local")]["finished"] == "2026-11-29T12:00:00"
+    assert latest[(1, "benchmark", "remote")]["finished"] == "2026-11-29T14:00:00"
+    assert latest[(2, "benchmark", "local")]["submission"]["number"] == 2
+    assert len(latest) == 4
+    by_group = records_module.latest_by(found, records_module.group_key)
+    assert by_group[("NVIDIA H200", "benchmark", "?", None)]["submission"]["number"] == 2
 
 
 def test_two_writers_at_once_leave_every_record_whole(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 from harness import ledger
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO / "tests" / "bad_submissions"
+CORPUS = REPO / "tests" / "samples" / "bad"
 ONE_CASE = "- {batchsize: 1, qseqlen: 1, kvseqlen: 64, seed: 11}\n"
 
 

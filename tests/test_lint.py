@@ -302,7 +302,7 @@ CORPUS_LINT = {  # the blocking rules each corpus file must get; every other fil
 
 
 def test_corpus_lint_verdicts():
-    files = sorted((REPO / "tests" / "bad_submissions").glob("*.py"))
+    files = sorted((REPO / "tests" / "samples" / "bad").glob("*.py"))
     assert len(files) > 20
     for path in files:
         blocking = {f.rule for f in lint_file(path) if f.blocking}

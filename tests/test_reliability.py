@@ -1,6 +1,6 @@
 """The corpus of broken, hostile and slow submissions, each run through the real `harness run` in a child process.
 
-Every file in tests/bad_submissions/ has one expected verdict below (status and a piece of its reason or
+Every file in tests/samples/bad/ has one expected verdict below (status and a piece of its reason or
 warning). The files run in a few batches, one harness invocation each, so the tests also see that a bad
 submission never stops the run of the next one, that the harness exits 1, that the ledger gets one
 record per file with the same verdict, and that no traceback of the harness itself is printed.
@@ -18,7 +18,7 @@ import pytest
 from harness import ledger
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO / "tests" / "bad_submissions"
+CORPUS = REPO / "tests" / "samples" / "bad"
 SHORT_TIMEOUT_S = 3  # the --timeout for the files that hang or sleep
 
 
@@ -65,7 +65,7 @@ BATCHES = {
     "timeouts": ["--mode", "test", "--timeout", str(SHORT_TIMEOUT_S)],
     "leaderboard": ["--mode", "leaderboard"],
 }
-HARNESS_SOURCES = ("harness/worker.py", "harness/protocol.py", "harness/cli.py", "harness/timing.py")
+HARNESS_SOURCES = ("harness/worker.py", "harness/child.py", "harness/protocol.py", "harness/cli.py", "harness/timing.py")
 
 
 @dataclass
@@ -133,8 +133,7 @@ def test_batch_runs_every_file_exits_1_and_prints_no_harness_traceback(batches, 
 def test_json_output_is_the_ledger(batches):
     run = batches["test"]
     printed = {Path(r["submission"]["path"]).name: r for r in json.loads(run.stdout)}
-    written = {name: {k: v for k, v in r.items() if k != "schema"} for name, r in run.records.items()}
-    assert printed == written  # the ledger adds only its schema version
+    assert printed == run.records  # what --json prints is exactly what the ledger holds
 
 
 def test_tables_carry_each_reason(batches):
@@ -172,11 +171,11 @@ def test_a_flood_leaves_a_capped_log_and_a_short_table(batches):
 
 @pytest.fixture
 def trusted():
-    from harness import protocol
+    from harness import child
 
-    protocol.trust_current_environment()
-    yield protocol
-    protocol._trusted.clear()  # the next user takes fresh references
+    child.trust_current_environment()
+    yield child
+    child._trusted.clear()  # the next user takes fresh references
 
 
 def test_tamper_detection_names_what_was_replaced(trusted, monkeypatch):
@@ -224,29 +223,29 @@ def test_timed_calls_use_the_references_taken_before_the_import(trusted, monkeyp
 def test_poison_pattern_is_recognised():
     import torch
 
-    from harness import protocol
+    from harness import child
 
     poisoned = torch.empty((2, 16, 512), dtype=torch.bfloat16)
-    poisoned.view(torch.int16).fill_(protocol.POISON_BITS)
-    assert protocol.poisoned_share(poisoned) == 1.0
+    poisoned.view(torch.int16).fill_(child.POISON_BITS)
+    assert child.poisoned_share(poisoned) == 1.0
     wide = torch.empty((2, 16, 512), dtype=torch.float32)  # a float32 output left unwritten
-    wide.view(torch.int16).fill_(protocol.POISON_BITS)
-    assert protocol.poisoned_share(wide) == 1.0
+    wide.view(torch.int16).fill_(child.POISON_BITS)
+    assert child.poisoned_share(wide) == 1.0
     malloc_filled = torch.empty((2, 16, 512), dtype=torch.bfloat16)  # what a CPU worker's allocations hold
-    malloc_filled.view(torch.int16).fill_(protocol.MALLOC_POISON_BITS)
-    assert protocol.poisoned_share(malloc_filled) == 1.0
+    malloc_filled.view(torch.int16).fill_(child.MALLOC_POISON_BITS)
+    assert child.poisoned_share(malloc_filled) == 1.0
     # a NaN from arithmetic is not the poison
-    assert protocol.poisoned_share(torch.full((2, 16, 512), float("nan"), dtype=torch.bfloat16)) == 0.0
-    assert protocol.poisoned_share(torch.empty((2, 16, 512), device="meta")) == 0.0
-    assert protocol.poisoned_share("not a tensor") == 0.0
-    protocol.poison_output_memory(torch.zeros((2, 16, 576), dtype=torch.bfloat16), "cpu")  # must not raise
+    assert child.poisoned_share(torch.full((2, 16, 512), float("nan"), dtype=torch.bfloat16)) == 0.0
+    assert child.poisoned_share(torch.empty((2, 16, 512), device="meta")) == 0.0
+    assert child.poisoned_share("not a tensor") == 0.0
+    child.poison_output_memory(torch.zeros((2, 16, 576), dtype=torch.bfloat16), "cpu")  # must not raise
 
 
 def test_gpu_poisoning_allocates_every_big_enough_free_block(monkeypatch):
     """The GPU path, run on the CPU with the allocator's snapshot and torch.empty stood in for."""
     import torch
 
-    from harness import protocol
+    from harness import child
 
     output_bytes = 2 * 16 * 512 * 2
     segments = [{"blocks": [{"state": "inactive", "size": output_bytes * 3},
@@ -265,32 +264,32 @@ def test_gpu_poisoning_allocates_every_big_enough_free_block(monkeypatch):
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: segments)
     monkeypatch.setattr(torch, "empty", recording_empty)
-    protocol.poison_output_memory(real_empty((2, 16, 576), dtype=torch.bfloat16), "cuda")
+    child.poison_output_memory(real_empty((2, 16, 576), dtype=torch.bfloat16), "cuda")
     assert [t.numel() for t in made] == [output_bytes * 3, output_bytes]  # biggest first, exact sizes
     for block in made:  # the start of each block, room for a float32 output, holds the poison
         head = block[: min(block.numel(), 2 * output_bytes)].view(torch.int16)
-        assert bool((head == protocol.POISON_BITS).all())
+        assert bool((head == child.POISON_BITS).all())
 
 
 def test_worker_limits_and_the_reasons_they_give():
     import errno
 
-    from harness import worker
+    from harness import child, limits
 
-    assert worker.parse_size("8G") == 8 << 30 and worker.parse_size("512MiB") == 512 << 20
-    assert worker.parse_size("1000") == 1000
+    assert limits.parse_size("8G") == 8 << 30 and limits.parse_size("512MiB") == 512 << 20
+    assert limits.parse_size("1000") == 1000
     for bad in ("", "G", "-1G", "lots", "inf", "nan"):
         with pytest.raises(ValueError):
-            worker.parse_size(bad)
-    assert worker.memory_limit({worker.MEMORY_LIMIT_ENV: "3G"}) == 3 << 30
-    assert worker.output_limit({}) == worker.DEFAULT_OUTPUT_LIMIT
-    assert worker.output_limit({worker.OUTPUT_LIMIT_ENV: "lots"}) == worker.DEFAULT_OUTPUT_LIMIT
-    assert worker.invalid_limits({worker.OUTPUT_LIMIT_ENV: "lots"}) == [
+            limits.parse_size(bad)
+    assert limits.memory_limit({limits.MEMORY_LIMIT_ENV: "3G"}) == 3 << 30
+    assert limits.output_limit({}) == limits.DEFAULT_OUTPUT_LIMIT
+    assert limits.output_limit({limits.OUTPUT_LIMIT_ENV: "lots"}) == limits.DEFAULT_OUTPUT_LIMIT
+    assert limits.invalid_limits({limits.OUTPUT_LIMIT_ENV: "lots"}) == [
         "HARNESS_WORKER_OUTPUT_LIMIT='lots' is not a size like 8G or 512M; using the default"]
     flood = OSError(errno.EFBIG, "File too large")
-    assert worker._one_line_error(flood, "/x.py").startswith("output cap: the submission wrote more than")
+    assert child.one_line_error(flood, "/x.py").startswith("output cap: the submission wrote more than")
     oom = RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: you tried")
-    assert worker._one_line_error(oom, "/x.py").startswith("out of memory: RuntimeError: ")
+    assert child.one_line_error(oom, "/x.py").startswith("out of memory: RuntimeError: ")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,7 +297,7 @@ def test_worker_limits_and_the_reasons_they_give():
 # ---------------------------------------------------------------------------------------------
 
 GPU_CORPUS = CORPUS / "gpu"
-GPU_EXPECTED = {  # tests/bad_submissions/gpu/: name -> (status, piece of the reason)
+GPU_EXPECTED = {  # tests/samples/bad/gpu/: name -> (status, piece of the reason)
     "out_of_memory.py": ("error", "out of memory"),
     "device_assert.py": ("error", ""),  # the wording is the device's (CUDA and ROCm differ)
     "triton_oob.py": ("error", ""),

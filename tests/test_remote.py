@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import ledger, popcorn_report, remote
+from harness import directives, ledger, paths, popcorn_errors, popcorn_report, ratelimit, remote
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "popcorn"
+SAMPLES = REPO / "tests" / "samples" / "remote"
 STANDIN_BIN = FIXTURES / "bin"
 HARNESS = [sys.executable, "-c", "from harness.cli import main; main()"]
 
@@ -234,7 +235,8 @@ def test_json_summary_generation_has_exact_scores_and_no_timings():
 # ------------------------------------------------------------------------------------ records
 
 def context(mode="leaderboard"):
-    return remote.SendContext({"number": 950, "path": "tests/fixtures/popcorn/950_remote_ok.py", "sha256": "ab"},
+    return remote.SendContext({"number": 950, "path": "tests/samples/remote/950_remote_ok.py", "sha256": "ab",
+                               "requirements": ["torch"]},
                               mode, "amd-mixed-mla", "MI355X", "results/remote/x", "2026-04-06T21:00:00+00:00",
                               "1.3.15")
 
@@ -298,7 +300,7 @@ def test_failed_attempt_is_one_error_record():
     ("Application error: something new", "popcorn", ["something new"]),
 ])
 def test_server_messages_become_one_clear_line(stderr, kind, words):
-    error = remote.classify_failure("Submitting to leaderboard: amd-mixed-mla\nGPU: MI355X\n" + stderr, 1)
+    error = popcorn_errors.classify_failure("Submitting to leaderboard: amd-mixed-mla\nGPU: MI355X\n" + stderr, 1)
     assert error.kind == kind
     assert "\n" not in str(error)
     for word in words:
@@ -312,47 +314,44 @@ NOW = datetime(2026, 4, 6, 12, 0, tzinfo=timezone.utc)
 
 def sent(when, category="leaderboard", outcome="report", **extra):
     entry_id = os.urandom(4).hex()
-    remote.note_sent({"id": entry_id, "time": when.isoformat(), "leaderboard": "amd-mixed-mla",
+    ratelimit.note_sent({"id": entry_id, "time": when.isoformat(), "leaderboard": "amd-mixed-mla",
                       "category": category, "mode": category, "outcome": "pending"})
-    remote.note_sent({"id": entry_id, "time": when.isoformat(), "outcome": outcome, **extra})
+    ratelimit.note_sent({"id": entry_id, "time": when.isoformat(), "outcome": outcome, **extra})
 
 
 def test_rate_limit_memory(tmp_path, monkeypatch):
-    monkeypatch.setenv(remote.REMOTE_DIR_ENV, str(tmp_path))
-    assert remote.check_rate_limit("amd-mixed-mla", "leaderboard", NOW).ok
+    assert ratelimit.check_rate_limit("amd-mixed-mla", "leaderboard", NOW).ok
     sent(NOW - timedelta(minutes=20))
-    check = remote.check_rate_limit("amd-mixed-mla", "leaderboard", NOW)
+    check = ratelimit.check_rate_limit("amd-mixed-mla", "leaderboard", NOW)
     assert not check.ok and "1/1 leaderboard" in check.message and "40 min" in check.message
-    assert remote.check_rate_limit("amd-mixed-mla", "leaderboard", NOW + timedelta(minutes=41)).ok
-    assert remote.check_rate_limit("other-board", "leaderboard", NOW).ok  # per leaderboard
+    assert ratelimit.check_rate_limit("amd-mixed-mla", "leaderboard", NOW + timedelta(minutes=41)).ok
+    assert ratelimit.check_rate_limit("other-board", "leaderboard", NOW).ok  # per leaderboard
     for minutes in range(5):  # test, benchmark and profile share the "test" category: 6/hour
         sent(NOW - timedelta(minutes=minutes), "test")
-    assert remote.check_rate_limit("amd-mixed-mla", "benchmark", NOW).ok
+    assert ratelimit.check_rate_limit("amd-mixed-mla", "benchmark", NOW).ok
     sent(NOW, "test", outcome="rejected")  # refused before the server created a submission: not counted
-    assert remote.check_rate_limit("amd-mixed-mla", "test", NOW).ok
+    assert ratelimit.check_rate_limit("amd-mixed-mla", "test", NOW).ok
     sent(NOW, "test")
-    assert not remote.check_rate_limit("amd-mixed-mla", "test", NOW).ok
+    assert not ratelimit.check_rate_limit("amd-mixed-mla", "test", NOW).ok
     monkeypatch.setenv("HARNESS_RATE_LIMIT_TEST", "10")
-    assert remote.check_rate_limit("amd-mixed-mla", "test", NOW).ok
+    assert ratelimit.check_rate_limit("amd-mixed-mla", "test", NOW).ok
 
 
 def test_server_retry_time_is_remembered(tmp_path, monkeypatch):
-    monkeypatch.setenv(remote.REMOTE_DIR_ENV, str(tmp_path))
     monkeypatch.setenv("HARNESS_RATE_LIMIT_LEADERBOARD", "5")
     sent(NOW - timedelta(hours=3), outcome="rate_limit", retry_at=(NOW + timedelta(minutes=30)).isoformat())
-    check = remote.check_rate_limit("amd-mixed-mla", "leaderboard", NOW)
+    check = ratelimit.check_rate_limit("amd-mixed-mla", "leaderboard", NOW)
     assert not check.ok and "server said" in check.message
-    assert remote.check_rate_limit("amd-mixed-mla", "leaderboard", NOW + timedelta(minutes=31)).ok
+    assert ratelimit.check_rate_limit("amd-mixed-mla", "leaderboard", NOW + timedelta(minutes=31)).ok
 
 
 def test_a_pending_send_counts_and_a_bad_limit_setting_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setenv(remote.REMOTE_DIR_ENV, str(tmp_path))
-    remote.note_sent({"id": "killed", "time": NOW.isoformat(), "leaderboard": "amd-mixed-mla",
+    ratelimit.note_sent({"id": "killed", "time": NOW.isoformat(), "leaderboard": "amd-mixed-mla",
                       "category": "leaderboard", "outcome": "pending"})  # the harness died while waiting
-    assert not remote.check_rate_limit("amd-mixed-mla", "leaderboard", NOW).ok
+    assert not ratelimit.check_rate_limit("amd-mixed-mla", "leaderboard", NOW).ok
     monkeypatch.setenv("HARNESS_RATE_LIMIT_LEADERBOARD", "one")
     with pytest.raises(remote.RemoteError) as caught:
-        remote.rate_limits()
+        ratelimit.rate_limits()
     assert caught.value.exit_code == 2
 
 
@@ -360,10 +359,10 @@ def test_a_pending_send_counts_and_a_bad_limit_setting_is_refused(tmp_path, monk
 
 def test_directives_as_popcorn_and_the_server_read_them():
     text = "#!POPCORN leaderboard amd-mixed-mla\n#!POPCORN gpu MI355X\nimport torch\n#!POPCORN gpus B200\n"
-    directives = remote.read_directives(text)
-    assert directives.leaderboard == "amd-mixed-mla" and directives.gpus == ["B200"]  # later lines win
-    assert remote.header_leaderboard(text) == "amd-mixed-mla"
-    assert remote.header_leaderboard('"""doc"""\n#!POPCORN leaderboard amd-mixed-mla\n') is None
+    read = directives.read_directives(text)
+    assert read.leaderboard == "amd-mixed-mla" and read.gpus == ["B200"]  # later lines win
+    assert directives.header_leaderboard(text) == "amd-mixed-mla"
+    assert directives.header_leaderboard('"""doc"""\n#!POPCORN leaderboard amd-mixed-mla\n') is None
 
 
 # ------------------------------------------------------------------------------------ send, in process
@@ -376,8 +375,6 @@ def popcorn_env(tmp_path, monkeypatch):
     (home / ".popcorn.yaml").write_text("cli_id: test-only\n")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PATH", f"{STANDIN_BIN}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv(ledger.LEDGER_ENV, str(tmp_path / "ledger.jsonl"))
-    monkeypatch.setenv(remote.REMOTE_DIR_ENV, str(tmp_path / "remote"))
     monkeypatch.setenv("POPCORN_STANDIN_ARGS_LOG", str(tmp_path / "args.jsonl"))
     for name in ("POPCORN_STANDIN_REPORT", "POPCORN_STANDIN_ERROR", "POPCORN_STANDIN_SLEEP", "POPCORN_STANDIN_EXPECT",
                  "POPCORN_STANDIN_VERSION"):
@@ -393,7 +390,7 @@ def standin_calls(tmp_path) -> list[list[str]]:
 
 def test_send_records_a_report(popcorn_env, monkeypatch):
     monkeypatch.setenv("POPCORN_STANDIN_REPORT", str(FIXTURES / "test_failure_v1315.txt"))
-    plan = remote.plan(str(FIXTURES / "950_remote_ok.py"), mode="test")
+    plan = remote.plan(str(SAMPLES / "950_remote_ok.py"), mode="test")
     waits = []
     outcome = remote.send(plan, on_wait=lambda elapsed, line: waits.append(line), poll_s=0.05)
     assert outcome.error is None and outcome.exit_code == 1  # delivered, but a test failed
@@ -403,14 +400,14 @@ def test_send_records_a_report(popcorn_env, monkeypatch):
     assert sorted(p.name for p in outcome.report_dir.iterdir()) == ["command.txt", "report.txt", "stderr.txt",
                                                                     "stdout.txt"]
     assert (outcome.report_dir / "report.txt").read_text() == fixture("test_failure_v1315.txt")
-    history = remote.sent_history()
+    history = ratelimit.sent_history()
     assert [(h["category"], h["outcome"]) for h in history] == [("test", "report")]
 
 
 def test_new_popcorn_generation_is_flagged_and_its_summary_recorded(popcorn_env, monkeypatch):
     monkeypatch.setenv("POPCORN_STANDIN_VERSION", "1.3.23")
     monkeypatch.setenv("POPCORN_STANDIN_REPORT", str(FIXTURES / "json_leaderboard_v1323.txt"))
-    plan = remote.plan(str(FIXTURES / "950_remote_ok.py"))
+    plan = remote.plan(str(SAMPLES / "950_remote_ok.py"))
     assert any("no per-shape timings" in w for w in plan.warnings)
     outcome = remote.send(plan, poll_s=0.05)
     assert outcome.exit_code == 0
@@ -424,27 +421,27 @@ def test_server_rate_limit_is_recorded_and_remembered(popcorn_env, monkeypatch):
     monkeypatch.setenv("POPCORN_STANDIN_ERROR", "Rate limit exceeded: 1/1 leaderboard submissions per hour. "
                                                 "Try again in 3273s. (Status Code: 400)")
     monkeypatch.setenv("HARNESS_RATE_LIMIT_LEADERBOARD", "3")
-    outcome = remote.send(remote.plan(str(FIXTURES / "950_remote_ok.py")), poll_s=0.05)
+    outcome = remote.send(remote.plan(str(SAMPLES / "950_remote_ok.py")), poll_s=0.05)
     assert outcome.error.kind == "rate_limit" and outcome.exit_code == 1
     (record,) = ledger.read()
     assert record["status"] == "error" and record["remote"]["error_kind"] == "rate_limit"
     assert "try again in 55 min" in record["reason"]
-    again = remote.plan(str(FIXTURES / "950_remote_ok.py"))
+    again = remote.plan(str(SAMPLES / "950_remote_ok.py"))
     assert [p.kind for p in again.problems] == ["rate_limit"]
-    forced = remote.plan(str(FIXTURES / "950_remote_ok.py"), force=True)
+    forced = remote.plan(str(SAMPLES / "950_remote_ok.py"), force=True)
     assert forced.problems == [] and any("--force" in w for w in forced.warnings)
 
 
 def test_timeout_and_unparseable_reports_are_errors(popcorn_env, monkeypatch):
     monkeypatch.setenv("POPCORN_STANDIN_SLEEP", "30")
     monkeypatch.setenv("HARNESS_RATE_LIMIT_TEST", "100")
-    outcome = remote.send(remote.plan(str(FIXTURES / "950_remote_ok.py"), mode="test"), timeout_s=1, poll_s=0.05)
+    outcome = remote.send(remote.plan(str(SAMPLES / "950_remote_ok.py"), mode="test"), timeout_s=1, poll_s=0.05)
     assert outcome.error.kind == "timeout" and "no report after 1 s" in str(outcome.error)
     monkeypatch.setenv("POPCORN_STANDIN_SLEEP", "0")
     garbage = popcorn_env / "garbage.txt"
     garbage.write_text("Submission accepted, nothing else\n")
     monkeypatch.setenv("POPCORN_STANDIN_REPORT", str(garbage))
-    outcome = remote.send(remote.plan(str(FIXTURES / "950_remote_ok.py"), mode="test"), poll_s=0.05)
+    outcome = remote.send(remote.plan(str(SAMPLES / "950_remote_ok.py"), mode="test"), poll_s=0.05)
     assert outcome.error.kind == "unparsed" and "raw output kept in" in str(outcome.error)
     assert [(r["status"], r["remote"]["error_kind"]) for r in ledger.read()] == [("error", "timeout"),
                                                                                  ("error", "unparsed")]
@@ -454,16 +451,16 @@ def test_not_installed_and_not_registered(popcorn_env, monkeypatch, tmp_path):
     empty = tmp_path / "empty_bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    (problem,) = remote.plan(str(FIXTURES / "950_remote_ok.py")).problems
+    (problem,) = remote.plan(str(SAMPLES / "950_remote_ok.py")).problems
     assert problem.kind == "not_installed" and "github.com/gpu-mode/popcorn-cli" in str(problem)
     monkeypatch.setenv("PATH", f"{STANDIN_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     (Path(os.environ["HOME"]) / ".popcorn.yaml").unlink()
-    (problem,) = remote.plan(str(FIXTURES / "950_remote_ok.py")).problems
+    (problem,) = remote.plan(str(SAMPLES / "950_remote_ok.py")).problems
     assert problem.kind == "not_registered" and problem.exit_code == 2 and ".popcorn.yaml" in str(problem)
 
 
 def test_bad_usage_is_exit_2(popcorn_env):
-    for kwargs in ({"argument": "no/such/file.py"}, {"argument": str(FIXTURES / "950_remote_ok.py"), "mode": "x"}):
+    for kwargs in ({"argument": "no/such/file.py"}, {"argument": str(SAMPLES / "950_remote_ok.py"), "mode": "x"}):
         with pytest.raises(remote.RemoteError) as caught:
             remote.plan(**kwargs)
         assert caught.value.exit_code == 2
@@ -476,7 +473,6 @@ def cli_env(tmp_path, report=None, expect=None, **extra):
     home.mkdir(exist_ok=True)
     (home / ".popcorn.yaml").write_text("cli_id: test-only\n")
     env = {**os.environ, "HOME": str(home), "PATH": f"{STANDIN_BIN}{os.pathsep}{os.environ['PATH']}",
-           ledger.LEDGER_ENV: str(tmp_path / "ledger.jsonl"), remote.REMOTE_DIR_ENV: str(tmp_path / "remote"),
            "POPCORN_STANDIN_ARGS_LOG": str(tmp_path / "args.jsonl"), **extra}
     if report:
         env["POPCORN_STANDIN_REPORT"] = str(FIXTURES / report)
@@ -486,11 +482,11 @@ def cli_env(tmp_path, report=None, expect=None, **extra):
 
 
 def remote_records(tmp_path):
-    return [r for r in ledger.read(tmp_path / "ledger.jsonl") if r.get("source") == "remote"]
+    return [r for r in ledger.read() if r.get("source") == "remote"]
 
 
 def test_make_submit_end_to_end(tmp_path):
-    path = FIXTURES / "950_remote_ok.py"
+    path = SAMPLES / "950_remote_ok.py"
     env = cli_env(tmp_path, "leaderboard_success_v1315.txt",
                   {"leaderboard": "amd-mixed-mla", "gpu": "MI355X", "mode": "leaderboard", "file": path.name})
     done = subprocess.run(["make", "-s", "submit", f"N={path}"], cwd=REPO, env=env, capture_output=True,
@@ -498,18 +494,18 @@ def test_make_submit_end_to_end(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gate local test run: ok" in done.stdout and "score (public):" in done.stdout
     (call,) = standin_calls(tmp_path)
-    report_dir = next((tmp_path / "remote").glob("*_950_leaderboard"))
+    report_dir = next(paths.remote_dir().glob("*_950_leaderboard"))
     assert call == ["submit", "--no-tui", "--leaderboard", "amd-mixed-mla", "--gpu", "MI355X", "--mode",
                     "leaderboard", "--output", str(report_dir / "report.txt"), str(path)]
     records = remote_records(tmp_path)
-    assert len(ledger.read(tmp_path / "ledger.jsonl")) == len(records)  # the gate's local run recorded nothing
+    assert len(ledger.read()) == len(records)  # the gate's local run recorded nothing
     assert [(r["remote"]["run"], r["mode"], r["status"]) for r in records] == [
         ("public", "test", "pass"), ("public", "benchmark", "pass"), ("public", "leaderboard", "pass"),
         ("secret", "test", "pass"), ("secret", "benchmark", "pass"), ("secret", "leaderboard", "pass")]
     assert {r["submission"]["number"] for r in records} == {950}
     assert records[2]["results"][7]["stats"]["mean"] == pytest.approx(2_460_000)
     board = tmp_path / "scoreboard.md"
-    shown = subprocess.run(HARNESS + ["scoreboard", "--ledger", str(tmp_path / "ledger.jsonl"), "--output", str(board),
+    shown = subprocess.run(HARNESS + ["scoreboard", "--ledger", str(paths.ledger_file()), "--output", str(board),
                                       "--chart", str(tmp_path / "chart.png")], cwd=REPO, env=env,
                            capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stdout + shown.stderr
@@ -520,7 +516,7 @@ def test_make_submit_end_to_end(tmp_path):
 
 def test_gate_refuses_a_file_that_fails_locally(tmp_path):
     env = cli_env(tmp_path, "test_success_v1315.txt")
-    done = subprocess.run(HARNESS + ["submit", str(FIXTURES / "951_remote_wrong.py"), "--mode", "test"], cwd=REPO,
+    done = subprocess.run(HARNESS + ["submit", str(SAMPLES / "951_remote_wrong.py"), "--mode", "test"], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "gate local test run: FAIL" in done.stdout and "gate verdict: failed: refused" in done.stdout
@@ -531,7 +527,7 @@ def test_gate_refuses_a_file_that_fails_locally(tmp_path):
                                         ("953_remote_late_directives.py", "DIRECTIVE_PLACEMENT")])
 def test_gate_refuses_what_the_server_would_reject(tmp_path, name, rule):
     env = cli_env(tmp_path, "test_success_v1315.txt")
-    done = subprocess.run(HARNESS + ["submit", str(FIXTURES / name), "--mode", "test", "--leaderboard",
+    done = subprocess.run(HARNESS + ["submit", str(SAMPLES / name), "--mode", "test", "--leaderboard",
                                      "amd-mixed-mla", "--gpu", "MI355X"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -541,7 +537,7 @@ def test_gate_refuses_what_the_server_would_reject(tmp_path, name, rule):
 
 @pytest.mark.skipif(torch.version.hip is not None, reason="on ROCm the gate builds and runs HIP files for real")
 def test_dry_run_of_a_hip_file_prints_the_command_and_sends_nothing(tmp_path):
-    path = FIXTURES / "954_remote_hip.py"
+    path = SAMPLES / "954_remote_hip.py"
     env = cli_env(tmp_path, "test_success_v1315.txt")
     done = subprocess.run(HARNESS + ["submit", str(path), "--dry-run"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300)
@@ -552,5 +548,5 @@ def test_dry_run_of_a_hip_file_prints_the_command_and_sends_nothing(tmp_path):
     assert command.endswith(f"_954_leaderboard/report.txt {path}")
     assert "gate local test run: skipped not run here: needs ROCm" in done.stdout
     assert "gate verdict: passed" in done.stdout and "nothing sent" in done.stdout
-    assert standin_calls(tmp_path) == [] and ledger.read(tmp_path / "ledger.jsonl") == []
-    assert not (tmp_path / "remote").exists()
+    assert standin_calls(tmp_path) == [] and ledger.read() == []
+    assert not paths.remote_dir().exists()

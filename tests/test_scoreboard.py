@@ -4,7 +4,9 @@ from datetime import datetime, timezone
 import pytest
 from click.testing import CliRunner
 
-from harness import ledger
+from harness import floors as bandwidth_floors
+from harness import ledger, paths, records
+from harness.figures import geomean
 from harness import scoreboard as board
 from harness.cli import main
 
@@ -44,11 +46,10 @@ def record(name, *, means=None, device=H200, mode="benchmark", status="pass", re
 
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
-    """A fake repository root with submission files and an empty ledger named by HARNESS_LEDGER."""
+    """A fake repository root with submission files (the ledger is conftest's, under tmp_path/results)."""
     (tmp_path / "submissions").mkdir()
     for name, text in FILES.items():
         (tmp_path / "submissions" / name).write_text(text)
-    monkeypatch.setenv(ledger.LEDGER_ENV, str(tmp_path / "results" / "ledger.jsonl"))
     return tmp_path
 
 
@@ -64,7 +65,7 @@ def write_h200_benchmarks():
 
 
 def build(repo, **kwargs):
-    return board.build_tables(ledger.read(), root=repo, **kwargs)
+    return board.build_tables(records.load(root=repo), **kwargs)
 
 
 def page(repo, **kwargs):
@@ -204,13 +205,13 @@ def test_requirements_named_in_the_record_win_over_the_file(repo):
 
 
 def test_bandwidth_floors_count_kv_q_and_output():
-    bandwidth = board.COPY_BANDWIDTH["H200"][0]
+    bandwidth = bandwidth_floors.COPY_BANDWIDTH["H200"][0]
     # b4 kv1k, bf16: 4*1024*1152 KV bytes + 4 * (18432 Q + 16384 output) bytes at 4.27 TB/s
-    assert board.floor_ns((4, 1, 1024), "bf16", bandwidth) == pytest.approx((4 * 1024 * 1152 + 4 * 34816) / 4.27e3)
-    floors = [board.floor_ns((b, 1, kv), "fp8", bandwidth) for b in (4, 32, 64, 256) for kv in (1024, 8192)]
-    assert board.geomean(floors) / 1000 == pytest.approx(15.36, abs=0.01)
-    assert board.copy_bandwidth("AMD Instinct MI355X")[1].startswith("datasheet")
-    assert board.copy_bandwidth("cpu") is None
+    assert bandwidth_floors.floor_ns((4, 1, 1024), "bf16", bandwidth) == pytest.approx((4 * 1024 * 1152 + 4 * 34816) / 4.27e3)
+    floors = [bandwidth_floors.floor_ns((b, 1, kv), "fp8", bandwidth) for b in (4, 32, 64, 256) for kv in (1024, 8192)]
+    assert geomean(floors) / 1000 == pytest.approx(15.36, abs=0.01)
+    assert bandwidth_floors.copy_bandwidth("AMD Instinct MI355X")[1].startswith("datasheet")
+    assert bandwidth_floors.copy_bandwidth("cpu") is None
 
 
 def test_each_timed_table_states_its_floors(repo):
@@ -238,10 +239,10 @@ def test_empty_ledger_gives_a_page_and_no_chart(repo):
 
 def test_cli_scoreboard_warns_on_a_torn_line_and_rejects_a_missing_ledger(repo):
     write_h200_benchmarks()
-    with open(ledger.ledger_path(), "ab") as f:
+    with open(paths.ledger_file(), "ab") as f:
         f.write(b'{"torn')
     out = repo / "board.md"
-    result = CliRunner().invoke(main, ["scoreboard", "--ledger", str(ledger.ledger_path()), "--output", str(out),
+    result = CliRunner().invoke(main, ["scoreboard", "--ledger", str(paths.ledger_file()), "--output", str(out),
                                        "--chart", str(repo / "board.png")])
     assert result.exit_code == 0, result.output
     assert "warning:" in result.output and "skipped a torn ledger line" in result.output
@@ -279,6 +280,6 @@ def test_malformed_records_are_left_out_with_a_warning(repo):
     broken = record("119_hybrid.py", means={SMALL_SHAPE: 1000}, finished="2026-11-29T23:00:00")
     broken["results"][0]["spec"]["batchsize"] = "four"
     ledger.append(broken)
-    with pytest.warns(board.MalformedRecordWarning, match="left out 2 malformed"):
+    with pytest.warns(records.MalformedRecordWarning, match="left out 2 malformed"):
         [table] = build(repo)
     assert table.rows[1].means[(4, 1, 1024)] == 10000.0

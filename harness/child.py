@@ -1,0 +1,428 @@
+"""Everything that runs inside a submission's worker process: `python -m harness.child`.
+
+The official eval.py runs `_run_single_*` in a spawned pool of one; this is that process. Read it
+top to bottom:
+  1. defences: the originals the submission must not replace (taken before it is imported), and
+     poisoned memory so an output nobody wrote cannot pass;
+  2. the operations `_run_single_test / _benchmark / _profile`, one per request from the parent;
+  3. `child_main`: limits, the `import submission` finder, and the request loop over a private pipe.
+The parent side (harness/worker.py) sends requests and enforces time limits; this process never
+writes the ledger. Messages are JSON lines:
+  request {"op": "test" | "benchmark" | "profile", "args": {...}, "nonce": "<hex>"}
+  reply   {"ok": true, "result": {...}, "nonce": ...} or
+          {"ok": false, "status": "error", "message": "...", "import_failed": bool, "nonce": ...}
+A child announces itself with {"ready": true} once torch and reference.py are imported.
+"""
+import argparse
+import ctypes
+import dataclasses
+import errno
+import importlib.abc
+import importlib.util
+import json
+import os
+import resource
+import signal
+import sys
+import traceback
+
+from harness import timing
+from harness.limits import format_size, memory_limit, output_limit
+from harness.paths import REPO_ROOT
+
+SEED_STEP = 13  # leaderboard mode: every timed call gets fresh input from seed += 13
+
+# ---------------------------------------------------------------------------------------------
+# 1. Defences
+# ---------------------------------------------------------------------------------------------
+
+
+class Verdict(Exception):
+    """A failure the harness words itself: reported as str(exc), without a type name."""
+
+
+class SubmissionImportError(Verdict):
+    """The submission could not be imported; every later case would fail the same way."""
+
+
+class TamperError(Verdict):
+    """The submission replaced something the evaluation relies on."""
+
+
+# What the evaluation relies on; taken before the submission is imported and used from there on.
+GUARDED = ("torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
+           "torch.cuda.Event.synchronize", "torch.cuda.synchronize", "time.perf_counter_ns",
+           "reference.generate_input", "reference.ref_kernel", "reference.check_implementation",
+           "torch.Tensor.clone", "torch.isclose", "harness.timing.flush_last_level_cache")
+_trusted: dict = {}
+
+# A bfloat16 NaN with a payload no arithmetic produces: memory holding it was never written by the submission.
+POISON_BITS = 0x7FA5
+POISON_COPIES = 4  # when the GPU allocator has no free block, several fresh ones
+# What a CPU worker's fresh allocations hold (MALLOC_PERTURB_=128 fills them with 0x7F bytes; see worker.py).
+MALLOC_POISON_BITS = 0x7F7F
+
+
+def _resolve(dotted: str):
+    """The object a dotted name refers to right now, looked up from sys.modules (None if gone)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        found = sys.modules.get(".".join(parts[:cut]))
+        if found is not None:
+            break
+    else:
+        return None
+    for part in parts[cut:]:
+        found = getattr(found, part, None)
+    return found
+
+
+def trust_current_environment() -> None:
+    """Remember the originals of everything in GUARDED; called before the submission is imported."""
+    import time as _time  # noqa: F401  (so that every GUARDED module is loaded)
+
+    import torch  # noqa: F401
+
+    import reference  # noqa: F401
+
+    _trusted.clear()
+    _trusted.update({name: _resolve(name) for name in GUARDED})
+
+
+def _trusted_object(name: str):
+    if not _trusted:
+        trust_current_environment()
+    return _trusted[name]
+
+
+def verify_untampered() -> None:
+    """Raise TamperError naming the first guarded object the submission replaced."""
+    for name, original in _trusted.items():
+        if _resolve(name) is not original:
+            raise TamperError(f"tampered with {name}")
+
+
+def poison_output_memory(q, device: str) -> None:
+    """On a GPU, fill free output-sized memory with POISON_BITS, so torch.empty cannot return a stale answer.
+
+    Without this, benchmark mode's checked call could get the block that held the warm-up's reference
+    output for the very same seed. Only before untimed calls: emptying the GPU cache slows the next call.
+    """
+    import torch
+
+    import reference
+
+    if device == "cpu":
+        return  # the CPU worker's malloc fills every allocation with MALLOC_POISON_BITS already
+    output_bytes = q.shape[0] * q.shape[1] * reference.V_HEAD_DIM * 2  # a (total_q, heads, 512) bfloat16 output
+    torch.cuda.empty_cache()  # wholly free segments go back to the driver; what is left is poisoned below
+    # The caching allocator carves a request from the start of a free block: poison the start of every
+    # free block big enough to hold an output, by allocating each one at its exact size.
+    device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    free_sizes = sorted((block["size"] for segment in torch.cuda.memory_snapshot()
+                         if segment.get("device", device_index) == device_index for block in segment["blocks"]
+                         if block["state"] == "inactive" and block["size"] >= output_bytes), reverse=True)
+    held = []
+    for size in free_sizes:
+        block = torch.empty(size, dtype=torch.uint8, device=q.device)
+        block[: min(size, 2 * output_bytes) // 2 * 2].view(torch.int16).fill_(POISON_BITS)
+        held.append(block)
+    if not held:  # nothing cached: a fresh output-sized block would come next, poison that one
+        held = [torch.empty(output_bytes, dtype=torch.int16, device=q.device).fill_(POISON_BITS)
+                for _ in range(POISON_COPIES)]
+    del held
+
+
+def poisoned_share(output) -> float:
+    """The share of the output that still holds the poison pattern (0 when it cannot be read)."""
+    import torch
+
+    try:
+        if output.element_size() not in (2, 4) or output.device.type == "meta":
+            return 0.0
+        bits = output.detach().contiguous().view(torch.int16)
+        poisoned = (bits == POISON_BITS) | (bits == MALLOC_POISON_BITS)
+        return float(poisoned.float().mean()) if bits.numel() else 0.0
+    except (RuntimeError, TypeError, AttributeError):
+        return 0.0
+
+
+def _checked(data, output) -> tuple:
+    """The reference's verdict, plus a plain explanation when the output is memory nobody wrote."""
+    good, message = _trusted_object("reference.check_implementation")(data, output)
+    if not good:
+        share = poisoned_share(output)
+        if share > 0.5:
+            message = (f"returned uninitialised memory: {share:.0%} of the output still holds the harness's "
+                       f"poison pattern (torch.empty that no kernel wrote?)\n{message}")
+    return bool(good), message
+
+
+def _timed_call(fn, device: str, flush: str):
+    """timing.time_call with the clocks, events and flush taken before the submission was imported."""
+    clocks = timing.Clocks(
+        perf_counter_ns=_trusted_object("time.perf_counter_ns"),
+        synchronize=_trusted_object("torch.cuda.synchronize"),
+        event=_trusted_object("torch.cuda.Event"),
+        record=_trusted_object("torch.cuda.Event.record"),
+        elapsed_time=_trusted_object("torch.cuda.Event.elapsed_time"),
+        flush=_trusted_object("harness.timing.flush_last_level_cache"),
+    )
+    return timing.time_call(fn, device, flush, clocks)
+
+
+def clone_data(data):
+    """A deep copy of every tensor in nested tuples, lists and dicts (eval.py's _clone_data)."""
+    import torch
+
+    if isinstance(data, tuple):
+        return tuple(clone_data(x) for x in data)
+    if isinstance(data, list):
+        return [clone_data(x) for x in data]
+    if isinstance(data, dict):
+        return {k: clone_data(v) for k, v in data.items()}
+    if isinstance(data, torch.Tensor):
+        return data.clone()
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. The operations (eval.py's _run_single_*)
+# ---------------------------------------------------------------------------------------------
+
+def _custom_kernel():
+    """The submission's entry point, imported on first use (as eval.py does) and checked for tampering."""
+    _trusted_object("time.perf_counter_ns")  # take the originals before the submission can touch them
+    already_imported = "submission" in sys.modules
+    try:
+        import submission  # the finder in child_main maps module `submission` to the submission file
+    except Exception as exc:
+        # A SyntaxError names its own line; for the rest the reply adds the submission's line from the cause.
+        raise SubmissionImportError(_import_failure(exc)) from (None if isinstance(exc, SyntaxError) else exc)
+    if not already_imported:
+        try:
+            verify_untampered()
+        except TamperError as exc:
+            raise SubmissionImportError(f"{exc} (at import)") from None
+    custom_kernel = getattr(submission, "custom_kernel", None)
+    if not callable(custom_kernel):
+        raise SubmissionImportError("the submission defines no custom_kernel(data)")
+    return custom_kernel
+
+
+def _import_failure(exc: Exception) -> str:
+    """'SyntaxError: '(' was never closed (submission line 9)' or the exception's first line."""
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} (submission line {exc.lineno})"
+    return f"{type(exc).__name__} while importing the submission: {first_line}"
+
+
+def _submission_notes() -> dict:
+    """A JSON-safe copy of the submission's LAST_RUN_INFO dict (which path it took...), if it keeps one."""
+    info = getattr(sys.modules.get("submission"), "LAST_RUN_INFO", None)
+    if not isinstance(info, dict):
+        return {}
+    return json.loads(json.dumps(info, default=str))
+
+
+def _run_single_test(args: dict, device: str) -> dict:
+    custom_kernel = _custom_kernel()
+    data = _trusted_object("reference.generate_input")(**args)
+    timing.synchronize(device)
+    cloned = clone_data(data)
+    poison_output_memory(cloned[0], device)
+    output = custom_kernel(cloned)
+    timing.synchronize(device)
+    verify_untampered()
+    good, message = _checked(data, output)
+    return {"good": good, "message": message, "notes": _submission_notes()}
+
+
+def _run_single_benchmark(args: dict, recheck: bool, max_repeats: int, max_time_ns: float,
+                          flush: str, device: str) -> dict:
+    custom_kernel = _custom_kernel()
+    generate_input = _trusted_object("reference.generate_input")
+    args = dict(args)
+    durations = []
+    data = generate_input(**args)
+    check_copy = clone_data(data)
+    # First, one obligatory correctness check (on the very input the timed calls reuse unless recheck).
+    poison_output_memory(data[0], device)
+    output = custom_kernel(data)
+    verify_untampered()
+    good, message = _checked(check_copy, output)
+    if not good:
+        return {"good": False, "message": message, "stats": None, "notes": _submission_notes()}
+
+    clock = _trusted_object("time.perf_counter_ns")
+    started = clock()
+    for call in range(max_repeats):
+        if recheck:
+            args["seed"] += SEED_STEP  # fresh input for every call: cached results fail here
+            data = generate_input(**args)
+            check_copy = clone_data(data)
+        output, duration = _timed_call(lambda: custom_kernel(data), device, flush)
+        verify_untampered()
+        if recheck:
+            good, message = _checked(check_copy, output)
+            if not good:
+                message = f"timed call {call + 1} (seed {args['seed']}): {message}"
+                return {"good": False, "message": message, "stats": None, "notes": _submission_notes()}
+        del output
+        durations.append(duration)
+        stats = timing.calculate_stats(durations)
+        if timing.should_stop(stats, clock() - started, max_time_ns):
+            break
+    stats = timing.calculate_stats(durations)
+    return {"good": True, "message": "", "stats": dataclasses.asdict(stats), "notes": _submission_notes()}
+
+
+def _run_single_profile(args: dict, device: str) -> dict:
+    from torch.profiler import ProfilerActivity, profile
+
+    custom_kernel = _custom_kernel()
+    data = _trusted_object("reference.generate_input")(**args)
+    timing.synchronize(device)
+    on_gpu = device != "cpu"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with profile(activities=activities) as prof:
+        custom_kernel(data)
+        timing.synchronize(device)
+    verify_untampered()
+    sort_by = "self_cuda_time_total" if on_gpu else "self_cpu_time_total"
+    return {"report": prof.key_averages().table(sort_by=sort_by, row_limit=20), "notes": _submission_notes()}
+
+
+OPERATIONS = {
+    "test": _run_single_test,
+    "benchmark": _run_single_benchmark,
+    "profile": _run_single_profile,
+}
+
+# ---------------------------------------------------------------------------------------------
+# 3. The process: limits, the submission finder, errors in one line, the request loop
+# ---------------------------------------------------------------------------------------------
+
+
+class _SubmissionFinder(importlib.abc.MetaPathFinder):
+    """Makes `import submission` load the submission file, as the official runner's submission.py."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "submission":
+            return None
+        return importlib.util.spec_from_file_location("submission", self.path)
+
+
+def one_line_error(exc: BaseException, submission_path: str) -> str:
+    """'ValueError: bad shape (submission line 12)': the exception and the deepest frame in the submission."""
+    if isinstance(exc, Verdict):  # the harness's own words, plus where in the submission the cause arose
+        return f"{exc}{_submission_line(exc.__cause__, submission_path)}" if exc.__cause__ else str(exc)
+    where = _submission_line(exc, submission_path)
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        return (f"output cap: the submission wrote more than {format_size(output_limit())} to stdout/stderr "
+                f"(the worker's log is capped){where}")
+    if _is_out_of_memory(exc):
+        limit = f"; a CPU worker may map {format_size(memory_limit())}" if os.environ.get("MLA_DEVICE") == "cpu" else ""
+        return f"out of memory: {type(exc).__name__}: {first_line}{where}{limit}"
+    return f"{type(exc).__name__}: {first_line}{where}".rstrip()
+
+
+def _submission_line(exc: BaseException, submission_path: str) -> str:
+    """' (submission line 12)' for the deepest frame of the traceback inside the submission, else ''."""
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(frame.filename) == submission_path:
+            where = f" (submission line {frame.lineno})"
+    return where
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def _print_submission_traceback(exc: BaseException) -> None:
+    """The traceback into the worker's log, without the harness's own frames (users debug their code, not ours)."""
+    harness_dir = str(REPO_ROOT / "harness") + os.sep
+    origin = exc.__cause__ or exc.__context__  # what went wrong in the submission, behind our own wording
+    shown = origin if isinstance(exc, Verdict) and origin is not None and not isinstance(origin, Verdict) else exc
+    if isinstance(shown, Verdict):
+        text = f"{shown}\n"  # the harness's own words; there is no traceback to show
+    else:
+        frames = [f for f in traceback.extract_tb(shown.__traceback__) if not f.filename.startswith(harness_dir)]
+        text = "".join(["Traceback (harness frames left out):\n", *traceback.format_list(frames),
+                        *traceback.format_exception_only(type(shown), shown)])
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except OSError:
+        pass  # past the output cap: the reply still says what happened
+
+
+def _apply_limits() -> None:
+    """Cap what the child may write (its log included) and, on the CPU, how much memory it may map."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the cap a write fails with EFBIG instead of killing us
+    cap_bytes = output_limit()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (cap_bytes, cap_bytes))
+    if os.environ.get("MLA_DEVICE") == "cpu":
+        limit = memory_limit()
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to kill this child when the harness dies (kill -9 included), so no orphan spins on."""
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the closed requests pipe still ends an idle child
+    if os.getppid() != parent_pid:  # the parent died before the request above took effect
+        os._exit(1)
+
+
+def child_main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.child")
+    parser.add_argument("--submission", required=True)
+    parser.add_argument("--request-fd", type=int, required=True)
+    parser.add_argument("--reply-fd", type=int, required=True)
+    parser.add_argument("--parent", type=int, required=True)
+    options = parser.parse_args(argv)
+    _die_with_parent(options.parent)
+    _apply_limits()
+    # Nothing the submission starts may inherit the pipes (it could forge replies).
+    os.set_inheritable(options.request_fd, False)
+    os.set_inheritable(options.reply_fd, False)
+    submission_path = os.path.abspath(options.submission)
+    sys.path.insert(0, str(REPO_ROOT))
+    sys.meta_path.insert(0, _SubmissionFinder(submission_path))
+
+    import reference  # noqa: F401  (imported before "ready" so its cost is not charged to the first case)
+
+    trust_current_environment()  # the originals, taken before the submission is imported
+    requests = os.fdopen(options.request_fd, "r")
+    replies = os.fdopen(options.reply_fd, "w")
+    replies.write(json.dumps({"ready": True}) + "\n")
+    replies.flush()
+    for line in requests:
+        request = json.loads(line)
+        try:
+            reply = {"ok": True, "result": OPERATIONS[request["op"]](**request["args"])}
+        except Exception as exc:  # the submission's fault: report it, keep the harness alive
+            _print_submission_traceback(exc)
+            reply = {"ok": False, "status": "error", "message": one_line_error(exc, submission_path),
+                     "import_failed": isinstance(exc, SubmissionImportError)}
+        reply["nonce"] = request.get("nonce")
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(child_main())

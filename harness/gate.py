@@ -1,0 +1,98 @@
+"""The local gate `make submit` runs before spending a ranked run: lint, the header, then whatever this
+machine can check (a local test run where it can run the file, else a gfx950 compile of its Triton kernels).
+"""
+import dataclasses
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from harness import paths
+from harness.aot import compile_submission
+from harness.directives import header_leaderboard
+from harness.lint import lint_file
+from harness.platform import can_run, detect
+
+GATE_RUN_TIMEOUT_S = 1800
+
+
+@dataclasses.dataclass
+class GateCheck:
+    name: str
+    ok: bool | None  # None: skipped (not applicable here, or pointless after an earlier failure)
+    details: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class GateVerdict:
+    checks: list[GateCheck]
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok is not False for check in self.checks)
+
+
+
+def _lint_check(path: Path) -> GateCheck:
+    findings = lint_file(path)
+    blocking = [f for f in findings if f.blocking]
+    lines = [f"{path.name}:{f.line}: {f.rule} {f.message}" for f in (blocking or findings)]
+    return GateCheck("lint", not blocking, lines or ["clean"])
+
+
+def _header_check(text: str, leaderboard: str) -> GateCheck:
+    in_header = header_leaderboard(text)
+    if in_header is not None and in_header != leaderboard:
+        return GateCheck("header", False, [f"the file's header names leaderboard {in_header!r} but {leaderboard!r} "
+                                           "was asked for; the server refuses a mismatch"])
+    return GateCheck("header", True, [f"leaderboard {in_header or leaderboard}"])
+
+
+def _tail(text: str, lines: int = 8) -> list[str]:
+    return [line for line in text.strip().splitlines()[-lines:] if line.strip()]
+
+
+def _local_run_check(path: Path) -> GateCheck:
+    """`harness run PATH --mode test` in a child process: the same verdict the user would get by hand.
+
+    Its record goes to a throwaway ledger: the gate checks, it does not add results to the user's ledger.
+    """
+    command = [sys.executable, "-c", "from harness.cli import main; main()", "run", str(path), "--mode", "test"]
+    try:
+        with tempfile.TemporaryDirectory(prefix="harness-gate-") as scratch:
+            env = {**os.environ, paths.LEDGER_ENV: str(Path(scratch) / "gate-ledger.jsonl")}
+            done = subprocess.run(command, capture_output=True, text=True, timeout=GATE_RUN_TIMEOUT_S,
+                                  cwd=paths.REPO_ROOT, env=env)
+    except subprocess.TimeoutExpired:
+        return GateCheck("local test run", False, [f"`harness run --mode test` took over {GATE_RUN_TIMEOUT_S} s"])
+    if done.returncode == 0:
+        return GateCheck("local test run", True, ["`harness run --mode test` passed here"])
+    return GateCheck("local test run", False,
+                     [f"`harness run {path.name} --mode test` failed here (exit {done.returncode})"]
+                     + _tail(done.stdout + "\n" + done.stderr))
+
+
+def _aot_check(path: Path) -> GateCheck:
+    try:
+        reports = compile_submission(path, "gfx950")
+    except Exception as error:  # noqa: BLE001 - any compiler failure is the gate's verdict, in one line
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return GateCheck("gfx950 compile", False, [f"its Triton kernels do not compile for gfx950: {first}"])
+    return GateCheck("gfx950 compile", True, [f"{len(reports)} Triton kernel(s) compiled for gfx950"])
+
+
+def run_gate(submission, text: str, leaderboard: str) -> GateVerdict:
+    """lint + header, then a local test run when this machine can run it, else a gfx950 compile."""
+    checks = [_lint_check(submission.path), _header_check(text, leaderboard)]
+    runnable, why_not = can_run(submission, detect("auto"))
+    if not checks[0].ok:  # the server would refuse it anyway: spare the slow part
+        checks.append(GateCheck("local test run", None, ["not run: lint already refused the file"]))
+    elif runnable:
+        checks.append(_local_run_check(submission.path))
+    elif "triton" in submission.requirements:
+        checks.append(_aot_check(submission.path))
+        checks.append(GateCheck("local test run", None, [f"not run here: {why_not}"]))
+    else:
+        checks.append(GateCheck("local test run", None, [f"not run here: {why_not}; static checks only"]))
+    return GateVerdict(checks)

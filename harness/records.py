@@ -1,0 +1,205 @@
+"""The ledger record: the one shape every result has, local or remote, and the readers the views share.
+
+A record is a plain JSON object (one line of results/ledger.jsonl; harness/ledger.py writes and reads the
+file). Its fields, documented once here as TypedDicts; `stats` values are nanoseconds. `new_record`
+builds one from plain values (protocol.py and remote.py call it); `load` reads the ledger, checks every
+record once and fills what older records lack, so views read fields directly.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import TypedDict
+
+from harness import ledger
+from harness.paths import REPO_ROOT
+
+SCHEMA_VERSION = 1
+SOURCES = ("local", "remote")
+
+
+class SubmissionInfo(TypedDict):
+    number: int | None        # NNN of submissions/NNN_slug.py, None for any other file
+    path: str                 # relative to the repository when inside it
+    sha256: str               # of the file as it was run
+    requirements: list[str]   # what it needs: torch, triton, hip, aiter (harness/submission.py)
+
+
+class Device(TypedDict):
+    name: str      # "NVIDIA H200", "cpu (x86_64)", "MI355X (remote)"
+    arch: str      # "sm_90", "gfx950", "cpu"
+    backend: str   # "cuda" | "rocm" | "cpu" | "remote"
+
+
+class Stats(TypedDict):
+    runs: int | None
+    mean: float
+    std: float | None
+    err: float
+    best: float | None
+    worst: float | None
+
+
+class CaseRecord(TypedDict):
+    spec: dict           # {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}, as written in task.yml
+    status: str          # "pass" | "fail" | "error" | "timeout" | "skip"
+    message: str
+    stats: Stats | None  # timed modes only
+    notes: dict          # the submission's LAST_RUN_INFO (local), printed values (remote)
+
+
+class Record(TypedDict):
+    schema: int
+    run_id: str
+    source: str          # "local" | "remote"
+    submission: SubmissionInfo
+    mode: str            # "test" | "benchmark" | "leaderboard" | "profile"
+    cases: str           # "official" | "small" | the cases file
+    flush: str           # "fast" | "official" | "none"
+    device: Device
+    versions: dict       # torch, triton, aiter, python, harness (remote: popcorn)
+    status: str          # "pass" | "fail" | "skip" | "error"
+    reason: str          # one line
+    results: list[CaseRecord]
+    warnings: list[str]
+    started: str         # ISO 8601, UTC
+    finished: str
+    remote: dict | None  # remote records only; keys in harness/remote.py
+
+
+def new_record(*, source: str, submission: SubmissionInfo, mode: str, cases: str, flush: str, device: Device,
+               versions: dict, status: str, reason: str, results: list, warnings: list, started: str,
+               finished: str, remote: dict | None = None) -> Record:
+    return Record(schema=SCHEMA_VERSION, run_id=ledger.new_run_id(), source=source, submission=submission,
+                  mode=mode, cases=cases, flush=flush, device=device, versions=dict(versions), status=status,
+                  reason=reason, results=list(results), warnings=list(warnings), started=started,
+                  finished=finished, remote=remote)
+
+
+# ---------------------------------------------------------------- reading and checking, in one place
+
+class MalformedRecordWarning(UserWarning):
+    """A ledger line that is valid JSON but not a record this harness can read."""
+
+
+def _requirements_from_file(path: str, root: Path) -> list[str]:
+    """Older records do not carry requirements: read them from the file, when it is still there."""
+    from harness.submission import requirements_of
+
+    file = Path(path) if Path(path).is_absolute() else Path(root) / path
+    try:
+        return sorted(requirements_of(file.read_text(encoding="utf-8", errors="replace")))
+    except OSError:
+        return []
+
+
+def _checked_case(raw: dict) -> CaseRecord:
+    stats = raw.get("stats")
+    if stats is not None:
+        stats = dict(stats)
+        stats["mean"] = float(stats["mean"])
+        stats["err"] = float(stats.get("err") or 0.0)
+    spec = dict(raw["spec"])
+    for key in ("batchsize", "kvseqlen"):
+        spec[key] = int(spec[key])
+    return CaseRecord(spec=spec, status=str(raw["status"]), message=str(raw.get("message") or ""), stats=stats,
+                      notes=dict(raw.get("notes") or {}))
+
+
+def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None = None) -> Record:
+    """The record with every field present and typed; ValueError (or KeyError/TypeError) when it cannot be."""
+    sub = dict(raw["submission"])
+    path = str(sub.get("path") or "")
+    requirements = sub.get("requirements")
+    if requirements is None:
+        cache = {} if _requirements_cache is None else _requirements_cache
+        requirements = cache.setdefault(path, _requirements_from_file(path, root) if path else [])
+    device = raw["device"]
+    if raw.get("source", "local") not in SOURCES:
+        raise ValueError(f"unknown source {raw.get('source')!r}")
+    return Record(
+        schema=int(raw.get("schema", SCHEMA_VERSION)), run_id=str(raw.get("run_id", "")),
+        source=raw.get("source", "local"),
+        submission=SubmissionInfo(number=sub.get("number"), path=path, sha256=str(sub.get("sha256") or ""),
+                                  requirements=sorted(requirements)),
+        mode=str(raw["mode"]), cases=str(raw.get("cases", "?")), flush=str(raw.get("flush") or "none"),
+        device=Device(name=str(device.get("name", "unknown device")), arch=str(device.get("arch", "")),
+                      backend=str(device.get("backend", ""))),
+        versions=dict(raw.get("versions") or {}), status=str(raw["status"]), reason=str(raw.get("reason") or ""),
+        results=[_checked_case(case) for case in raw.get("results") or []],
+        warnings=[str(w) for w in raw.get("warnings") or []],
+        started=str(raw.get("started") or ""), finished=str(raw.get("finished") or ""),
+        remote=dict(raw["remote"]) if raw.get("remote") else None)
+
+
+def usable(raws: list[dict], root: Path = REPO_ROOT) -> list[Record]:
+    """The records that can be read, checked; any other is left out with one MalformedRecordWarning."""
+    found, bad, cache = [], 0, {}
+    for raw in raws:
+        try:
+            found.append(checked(raw, root, cache))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            bad += 1
+    if bad:
+        warnings.warn(f"left out {bad} malformed ledger record(s)", MalformedRecordWarning, stacklevel=2)
+    return found
+
+
+def load(path=None, root: Path = REPO_ROOT) -> list[Record]:
+    """Every readable record of the ledger, in file order (torn lines and malformed records left out, warned)."""
+    return usable(ledger.read(path), root)
+
+
+# ---------------------------------------------------------------- what the views ask of records
+
+def shape_of(spec: dict) -> tuple:
+    """(batch, q length, kv length): what a case's timing depends on (the seed does not)."""
+    return (int(spec.get("batchsize", 0)), int(spec.get("qseqlen", 1)), int(spec.get("kvseqlen", 0)))
+
+
+def shape_label(shape: tuple) -> str:
+    batch, qseq, kv = shape
+    kv_text = f"{kv // 1024}k" if kv and kv % 1024 == 0 else str(kv)
+    return f"b{batch} kv{kv_text}" if qseq == 1 else f"b{batch} q{qseq} kv{kv_text}"
+
+
+def label(record: Record) -> str:
+    """'120_hip_fp8_mfma': the file's stem."""
+    path = record["submission"]["path"]
+    return Path(path).stem if path else str(record["submission"]["number"])
+
+
+def identity(record: Record):
+    """Which submission a record is of: its number, else its path."""
+    sub = record["submission"]
+    return sub["number"] if sub["number"] is not None else sub["path"]
+
+
+def case_means(record: Record) -> dict:
+    """shape -> mean ns for every case that passed and was timed (the last one wins on repeats)."""
+    return {shape_of(case["spec"]): case["stats"]["mean"] for case in record["results"]
+            if case["status"] == "pass" and case["stats"] is not None}
+
+
+def case_verdicts(record: Record) -> dict:
+    return {shape_of(case["spec"]): case["status"] for case in record["results"]}
+
+
+def remote_run(record: Record) -> str | None:
+    """'public' / 'secret' for a remote record, None for a local one."""
+    return (record["remote"] or {}).get("run") if record["source"] == "remote" else None
+
+
+def group_key(record: Record) -> tuple:
+    """Records comparable with each other: same device, mode, case set and remote run."""
+    return (record["device"]["name"], record["mode"], record["cases"], remote_run(record))
+
+
+def latest_by(records: list[Record], key) -> dict:
+    """key(record) -> the most recently finished record with that key (file order breaks ties)."""
+    latest: dict = {}
+    for record in records:
+        slot = key(record)
+        if slot not in latest or record["finished"] >= latest[slot]["finished"]:
+            latest[slot] = record
+    return latest
