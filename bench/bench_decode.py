@@ -346,8 +346,8 @@ def measure_all(contenders: dict, rows: list, reps: int, out: Path, results: dic
                   f"{r.get('median_us', float('nan')):.1f} us ok={r['ok']} ({time.time() - started:.1f}s) "
                   f"{'' if r['ok'] else r['message']}", flush=True)
             save(results, out)
-        for checked in ("200", "201"):
-            if leaderboard_calls and checked in contenders:
+        for checked in [n for n in contenders if n == "200" or n.startswith("201")]:
+            if leaderboard_calls:
                 row[f"leaderboard_{checked}"] = leaderboard_check(contenders[checked][1], spec, leaderboard_calls,
                                                                   device)
         del data, exact
@@ -428,9 +428,7 @@ def main() -> int:
                     save_flashinfer_cache(base, out)
                 except OSError as error:
                     results["notes"].append(f"could not save the flashinfer cache: {error}")
-    for checked in ("200", "201"):
-        if checked not in contenders:
-            continue
+    for checked in [n for n in contenders if n == "200" or n.startswith("201")]:
         failures = [f"{row['spec']['batchsize']}x{row['spec']['kvseqlen']}: {f}"
                     for row in results["shapes"] for f in row.get(f"leaderboard_{checked}", {}).get("failures", [])]
         results["notes"].append(f"leaderboard-style fresh-input checks of {checked}: "

@@ -165,7 +165,7 @@ def parse(text: str):
         key, _, value = pair.partition(":")
         value = {"true": True, "false": False}.get(value.lower(), value)
         value = int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else value
-        if key in ("num_warps", "num_stages"):
+        if key in ("num_warps", "num_stages", "maxnreg"):
             options[key] = value
         else:
             constexprs[key] = value

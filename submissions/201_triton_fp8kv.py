@@ -92,6 +92,7 @@ def mla_fp8_kernel(
     PV_FP8: tl.constexpr,        # P.V in fp8 (P x 2^8 in e4m3) instead of fp16
     PV_CHUNKS: tl.constexpr = 1,  # 1: one 512-dim P.V dot; 4: four 128-dim dots on reloaded chunks
     CHUNKS_RELOAD: tl.constexpr = False,  # load the values again (an L2 hit) instead of reusing the score tile
+    EARLY_V: tl.constexpr = False,  # PV_CHUNKS 4: issue the value loads with the score tile's
 ):
     split = tl.program_id(0)
     seq = tl.program_id(1)
@@ -131,6 +132,11 @@ def mla_fp8_kernel(
         ok = rows < hi
         k8 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + dn[None, :], mask=ok[:, None], other=0.0)
         kr8 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + K_V_DIM + dr[None, :], mask=ok[:, None], other=0.0)
+        if EARLY_V:  # the value chunks requested together with the score tile: one memory latency per tile
+            v0 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 0 + dc[None, :], mask=ok[:, None], other=0.0)
+            v1 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 128 + dc[None, :], mask=ok[:, None], other=0.0)
+            v2 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 256 + dc[None, :], mask=ok[:, None], other=0.0)
+            v3 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 384 + dc[None, :], mask=ok[:, None], other=0.0)
         s = tl.dot(k8, qt8_nope)
         s = tl.dot(kr8, qt8_rope, s)  # (BLOCK_N, 16) = scores^T
         s = tl.where(ok[:, None], s * score_scale[None, :], float("-inf"))
@@ -152,11 +158,11 @@ def mla_fp8_kernel(
             else:
                 acc = tl.dot(vt.to(tl.float16), pb, acc * alpha[None, :])
         else:
-            # Each 128-dim value chunk loaded again (an L2 hit) in its own layout.
-            v0 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 0 + dc[None, :], mask=ok[:, None], other=0.0)
-            v1 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 128 + dc[None, :], mask=ok[:, None], other=0.0)
-            v2 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 256 + dc[None, :], mask=ok[:, None], other=0.0)
-            v3 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 384 + dc[None, :], mask=ok[:, None], other=0.0)
+            if not EARLY_V:  # each 128-dim value chunk loaded again (an L2 hit) in its own layout
+                v0 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 0 + dc[None, :], mask=ok[:, None], other=0.0)
+                v1 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 128 + dc[None, :], mask=ok[:, None], other=0.0)
+                v2 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 256 + dc[None, :], mask=ok[:, None], other=0.0)
+                v3 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + 384 + dc[None, :], mask=ok[:, None], other=0.0)
             if PV_FP8:
                 acc0 = tl.dot(tl.trans(v0), pb, acc0 * alpha[None, :])
                 acc1 = tl.dot(tl.trans(v1), pb, acc1 * alpha[None, :])
@@ -203,9 +209,31 @@ def mla_fp8_kernel(
 
 
 @triton.jit
-def mla_merge_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_POW2: tl.constexpr):
-    """One program per sequence: merge its splits (the unfused path)."""
-    _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, tl.program_id(0), num_splits, SPLITS_POW2, False)
+def mla_merge_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK: tl.constexpr):
+    """One program per (sequence, head): merge its splits (the unfused path), SPLITS_CHUNK partials per load."""
+    seq = tl.program_id(0)
+    head = tl.program_id(1)
+    H: tl.constexpr = K_HEADS
+    dims = tl.arange(0, K_V_DIM)
+    splits = tl.arange(0, SPLITS_CHUNK)
+    top = tl.full((SPLITS_CHUNK,), float("-inf"), tl.float32)
+    for first in range(0, num_splits, SPLITS_CHUNK):
+        live = first + splits < num_splits
+        rows = (seq * num_splits + first + splits) * H + head
+        top = tl.maximum(top, tl.load(part_lse_ptr + rows, mask=live, other=float("-inf")))
+    m = tl.max(top, 0)
+    m = tl.where(m == float("-inf"), 0.0, m)
+    total = tl.zeros((SPLITS_CHUNK,), tl.float32)
+    o = tl.zeros((K_V_DIM,), tl.float32)
+    for first in range(0, num_splits, SPLITS_CHUNK):
+        live = first + splits < num_splits
+        rows = (seq * num_splits + first + splits) * H + head
+        w = tl.exp2(tl.load(part_lse_ptr + rows, mask=live, other=float("-inf")) - m)
+        parts = tl.load(part_o_ptr + rows[:, None] * K_V_DIM + dims[None, :], mask=live[:, None], other=0.0)
+        o += tl.sum(parts * w[:, None], 0)
+        total += w
+    o = o / tl.maximum(tl.sum(total, 0), 1e-30)
+    tl.store(out_ptr + (seq * H + head) * K_V_DIM + dims, o.to(tl.bfloat16))
 
 
 def _compute_units(device: torch.device) -> int:
@@ -215,11 +243,14 @@ def _compute_units(device: torch.device) -> int:
 
 
 def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, programs_per_cu: int,
-                  min_tokens: int = 128, split_cost_tiles: float = 1.0) -> int:
-    """Splits per sequence minimizing (waves x tiles per program) + the cost of merging the partials.
+                  min_tokens: int = 128, fused: bool = True) -> int:
+    """Splits per sequence minimizing (waves x tiles per program) + the cost of merging the partials, in tiles.
 
-    Merging costs about split_cost_tiles tiles of time (a reduce launch or the last program's merge,
-    ~ its 32 KB partial per split read back); batches that fill the device keep one split.
+    Measured on the H200 (bench/NOTES.md, issue 12): a 64-token tile takes ~5 us of one program's time
+    whatever the load, so the work is latency-bound and counted in tiles. The fused merge is one program
+    reading every split's 32 KB partial in turn (~0.4 us, ~0.1 tile, each); the unfused merge is one more
+    launch (~0.5 tile) spread over (sequence, head) programs. Batches that fill the device keep one split.
+    An estimate written from three measured shapes, not a fit.
     """
     slots = compute_units * programs_per_cu
     most = max(1, min(64, mean_kv // min_tokens))
@@ -227,7 +258,8 @@ def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, pr
     for splits in range(1, most + 1):
         waves = -(-batch * splits // slots)
         tiles = -(-(-(-mean_kv // splits)) // block_n)
-        cost = waves * tiles + ((split_cost_tiles + splits / 8.0) if splits > 1 else 0.0)
+        merge = (0.1 * splits if fused else 0.5 + splits / 64.0) if splits > 1 else 0.0
+        cost = waves * (tiles + 0.3) + merge  # 0.3: a program's prologue (Q load and quantization)
         if best_cost is None or cost < best_cost - 1e-9:
             best, best_cost = splits, cost
     return best
@@ -235,7 +267,7 @@ def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, pr
 
 def platform_defaults(device: torch.device) -> dict:
     """Launch options per platform (bench/NOTES.md, issue 12, has the measurements behind them)."""
-    plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 0, "pv_chunks": 1, "reload": 0, "fused": 1, "programs_per_cu": 2,
+    plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 0, "pv_chunks": 1, "reload": 0, "early_v": 0, "maxnreg": 0, "fused": 1, "programs_per_cu": 2,
             "splits": None, "min_tokens": 128}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
@@ -257,7 +289,8 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
         plan.update(tuning)
         if plan["splits"] is None:
             plan["splits"] = choose_splits(batch, max(1, total_kv // batch), _compute_units(q.device),
-                                           plan["block_n"], plan["programs_per_cu"], plan["min_tokens"])
+                                           plan["block_n"], plan["programs_per_cu"], plan["min_tokens"],
+                                           bool(plan["fused"]))
         rows = batch * plan["splits"] * NUM_HEADS
         if plan["splits"] > 1:
             plan["part_o"] = torch.empty((rows, V_DIM), dtype=torch.float32, device=q.device)
@@ -291,10 +324,11 @@ def mla_decode(data: input_t, **tuning) -> output_t:
         float(config["sm_scale"]), splits,
         WRITE_FINAL=splits == 1, FUSED_REDUCE=fused, SPLITS_POW2=pow2, BLOCK_N=plan["block_n"],
         PV_FP8=bool(plan["pv_fp8"]), PV_CHUNKS=plan["pv_chunks"], CHUNKS_RELOAD=bool(plan["reload"]),
-        num_warps=plan["num_warps"], num_stages=plan["num_stages"],
+        EARLY_V=bool(plan["early_v"]), num_warps=plan["num_warps"], num_stages=plan["num_stages"],
+        **({"maxnreg": plan["maxnreg"]} if plan["maxnreg"] else {}),
     )
     if splits > 1 and not fused:
-        mla_merge_kernel[(batch,)](part_o, part_lse, out, splits, SPLITS_POW2=pow2, num_warps=4)
+        mla_merge_kernel[(batch, NUM_HEADS)](part_o, part_lse, out, splits, SPLITS_CHUNK=min(16, pow2), num_warps=4)
     return out
 
 
@@ -310,16 +344,23 @@ _ARGS = {
     "sm_scale": "fp32", "num_splits": "i32",
 }
 AOT_SPECS = [
-    {"kernel": "mla_fp8_kernel", "label": "fp16 P.V, fused merge", "signature": _ARGS,
-     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 16, "BLOCK_N": 64, "PV_FP8": False},
+    # Hopper (custom_kernel's NVIDIA choice): fp16 P.V on reloaded value chunks, no pipelining.
+    {"kernel": "mla_fp8_kernel", "label": "sm90 default: fp16 P.V chunks, fused merge", "signature": _ARGS,
+     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": False,
+                    "PV_CHUNKS": 4, "CHUNKS_RELOAD": True},
+     "num_warps": 4, "num_stages": 1},
+    {"kernel": "mla_fp8_kernel", "label": "sm90 default: fp16 P.V chunks, final output", "signature": _ARGS,
+     "constexprs": {"WRITE_FINAL": True, "FUSED_REDUCE": False, "SPLITS_POW2": 1, "BLOCK_N": 64, "PV_FP8": False,
+                    "PV_CHUNKS": 4, "CHUNKS_RELOAD": True},
+     "num_warps": 4, "num_stages": 1},
+    # gfx950 (custom_kernel's ROCm choice): fp8 x fp8 MFMA for both dots, the score tile reused for P.V.
+    {"kernel": "mla_fp8_kernel", "label": "gfx950 default: fp8 P.V, fused merge", "signature": _ARGS,
+     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": True},
      "num_warps": 4, "num_stages": 2},
-    {"kernel": "mla_fp8_kernel", "label": "fp8 P.V, fused merge", "signature": _ARGS,
-     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 16, "BLOCK_N": 64, "PV_FP8": True},
+    {"kernel": "mla_fp8_kernel", "label": "gfx950 default: fp8 P.V, final output", "signature": _ARGS,
+     "constexprs": {"WRITE_FINAL": True, "FUSED_REDUCE": False, "SPLITS_POW2": 1, "BLOCK_N": 64, "PV_FP8": True},
      "num_warps": 4, "num_stages": 2},
-    {"kernel": "mla_fp8_kernel", "label": "fp16 P.V, final output", "signature": _ARGS,
-     "constexprs": {"WRITE_FINAL": True, "FUSED_REDUCE": False, "SPLITS_POW2": 1, "BLOCK_N": 64, "PV_FP8": False},
-     "num_warps": 4, "num_stages": 2},
-    {"kernel": "mla_merge_kernel", "label": "merge 16 splits",
+    {"kernel": "mla_merge_kernel", "label": "unfused merge, 16 splits per load",
      "signature": {"part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "out_ptr": "*bf16:16", "num_splits": "i32"},
-     "constexprs": {"SPLITS_POW2": 16}, "num_warps": 4},
+     "constexprs": {"SPLITS_CHUNK": 16}, "num_warps": 4},
 ]
