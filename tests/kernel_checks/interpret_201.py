@@ -50,7 +50,7 @@ def official(data, out) -> dict:
 
 results = {}
 # Fidelity: 201 (both P.V precisions) against the a8w8 reference, both measured against exact attention.
-data = cpu_input(2, 512, 7)
+data = cpu_input(2, 384, 7)
 exact = exact_attention(data)
 results["fidelity"] = {"ref_a8w8": rel_err(ref.ref_kernel(data), exact),
                        "pv_fp16": rel_err(sub.mla_decode(data, pv_fp8=0), exact),
@@ -60,7 +60,7 @@ results["fidelity"] = {"ref_a8w8": rel_err(ref.ref_kernel(data), exact),
 results["paths"] = []
 for batch, kv_len, seed, tuning in [(1, 64, 11, {}), (3, 257, 12, {}), (2, 300, 5, {"splits": 3, "fused": 0}),
                                     (2, 300, 5, {"splits": 3, "fused": 1}), (2, 200, 6, {"splits": 2, "pv_fp8": 1}),
-                                    (2, 200, 6, {"pv_chunks": 4}), (2, 200, 6, {"pv_chunks": 4, "reload": 1})]:
+                                    (2, 200, 6, {"pv_chunks": 4, "reload": 1})]:
     data = cpu_input(batch, kv_len, seed)
     out = sub.mla_decode(data, **tuning)
     results["paths"].append({"case": [batch, kv_len, seed, tuning], "shape": list(out.shape), "dtype": str(out.dtype),

@@ -1,0 +1,141 @@
+"""Submission 201 (portable Triton MLA decode over the fp8 KV cache).
+
+CPU, in CI: the kernel runs under TRITON_INTERPRET=1 in a child process (tests/kernel_checks/interpret_201.py)
+on small shapes, every launch path checked with the official check; the split model and the file rules are
+pure Python; the gfx950 ahead-of-time compile must show no spills and fp8 MFMAs for both dots (fp8 x fp8:
+no software decode). GPU (marked): the official shapes on the device, default and the other paths.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import reference as ref
+
+REPO = Path(__file__).resolve().parent.parent
+KERNEL_FILE = next((REPO / "submissions").glob("201_*.py"))
+INTERPRETED_CHECKS = Path(__file__).resolve().parent / "kernel_checks" / "interpret_201.py"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, KERNEL_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def sub():
+    return _load("sub201_host")
+
+
+@pytest.fixture(scope="module")
+def interpreted():
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    run = subprocess.run([sys.executable, str(INTERPRETED_CHECKS)], capture_output=True, text=True, env=env,
+                         cwd=REPO, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_every_path_passes_the_official_check(interpreted):
+    assert len(interpreted["paths"]) == 6
+    for case in interpreted["paths"]:
+        batch = case["case"][0]
+        assert case["shape"] == [batch, 16, 512] and case["dtype"] == "torch.bfloat16"
+        assert case["ok"], case
+
+
+def test_fidelity_close_to_the_a8w8_reference(interpreted):
+    # Against float64 attention on the bf16 KV. On the H200 201 measured 1.01x the reference's own error
+    # (bench/NOTES.md, issue 12); the interpreter rounds fp32 -> fp8 differently from the hardware (2.4% of
+    # values differ), so on the CPU the bound is looser. fp16 P.V must not be worse than fp8 P.V.
+    fidelity = interpreted["fidelity"]
+    assert fidelity["pv_fp16"] < 2.5 * fidelity["ref_a8w8"], fidelity
+    assert fidelity["pv_fp8"] < 3.0 * fidelity["ref_a8w8"], fidelity
+    assert fidelity["pv_fp16"] <= fidelity["pv_fp8"], fidelity
+
+
+def test_uneven_lengths_and_empty_slices(interpreted):
+    uneven = interpreted["uneven"]
+    assert uneven["finite"] and uneven["ok"], uneven
+
+
+def test_fused_merge_resets_its_counters_and_splits_agree(interpreted):
+    assert interpreted["fused_repeat_equal"]
+    assert interpreted["splits_agree"] < 1e-2
+
+
+def test_output_is_fresh_every_call(interpreted):
+    assert interpreted["fresh"] == {"differ": True, "repeatable": True}
+
+
+def test_choose_splits(sub):
+    for fused in (True, False):
+        # Batches that fill the H200 (132 SMs, 2 programs each) keep one split and skip the merge.
+        assert sub.choose_splits(256, 8192, 132, 64, 2, 128, fused) == 1
+        assert sub.choose_splits(256, 1024, 132, 64, 2, 128, fused) == 1
+        for batch, kv in [(4, 1024), (4, 8192), (32, 1024), (32, 8192), (64, 8192), (1, 300)]:
+            splits = sub.choose_splits(batch, kv, 132, 64, 2, 128, fused)
+            assert 1 <= splits <= 64 and (kv / splits >= 128 or splits == 1)
+        assert sub.choose_splits(4, 8192, 132, 64, 2, 128, fused) >= 16
+
+
+def test_platform_defaults(sub):
+    cpu = sub.platform_defaults(torch.device("cpu"))
+    assert cpu["num_stages"] == 1 and cpu["pv_fp8"] == 0
+
+
+def test_submission_file_rules():
+    text = KERNEL_FILE.read_text()
+    lines = text.splitlines()
+    assert lines[0] == "#!POPCORN leaderboard amd-mixed-mla"
+    assert lines[1] == "#!POPCORN gpu MI355X"
+    assert "from task import input_t, output_t" in text
+    assert "str" + "eam" not in text.lower()
+    assert "import harness" not in text and "from harness" not in text
+    assert "import reference" not in text and "from reference" not in text
+    assert len(text.encode()) < 1_000_000
+    for hard_coded in ('device="cuda"', "device='cuda'", ".cuda()", 'torch.device("cuda")'):
+        assert hard_coded not in text
+
+
+@pytest.mark.slow
+def test_gfx950_compile_has_no_spills_and_fp8_mfma():
+    from harness import aot
+
+    reports = aot.compile_submission(KERNEL_FILE, "gfx950")
+    assert reports and all(r.error is None for r in reports), [r.error for r in reports]
+    for report in reports:
+        assert report.spills == 0, (report.label, report.spills)
+        assert not report.stack_bytes, (report.label, report.stack_bytes)
+        if report.kernel == "mla_fp8_kernel":
+            # fp8 x fp8 for the scores on both paths; the gfx950 default does P.V in fp8 too.
+            assert any("f8f6f4" in m or "fp8_fp8" in m for m in report.matrix_instructions), report
+            if "gfx950 default" in report.label:
+                assert all("f16" not in m.replace("f8f6f4", "") for m in report.matrix_instructions), report
+
+
+@pytest.fixture(scope="module")
+def device_sub():
+    if not torch.cuda.is_available():
+        pytest.fail("this test needs a CUDA or ROCm device")
+    return _load("sub201_device")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spec", [(4, 1024, 4217), (4, 8192, 4220), (32, 8192, 5415), (64, 1024, 1357),
+                                  (256, 1024, 9823), (256, 8192, 9826)])
+def test_official_shapes_on_the_device(device_sub, spec):
+    batch, kv_len, seed = spec
+    data = ref.generate_input(batch, 1, kv_len, seed, device="cuda")
+    ok, message = ref.check_implementation(data, device_sub.custom_kernel(data))
+    assert ok, message
+    for tuning in ({"fused": 1}, {"fused": 0}):
+        ok, message = ref.check_implementation(data, device_sub.mla_decode(data, **tuning))
+        assert ok, f"{tuning}: {message}"
