@@ -11,14 +11,18 @@ Work layout, per (split, sequence) program:
 - Every BLOCK_N-token tile is loaded once and serves all 16 heads. Tokens are the M dim of the score dot
   (S^T = K Q^T, fp8 x fp8, fp32 accumulate), so on Hopper it is one warpgroup's wgmma with the tile read
   from shared memory, and on gfx950 an fp8 MFMA.
-- Values are the first 512 dims of the same tile (no second load). P.V contracts over tokens, which an
-  fp8 matrix instruction on Hopper cannot take from a token-major tile, so by default the value tile is
-  upcast to fp16 (exact for e4m3) and P is fp16 (PV_FP8 = False); PV_FP8 = True keeps both in fp8 (P
-  scaled by 2^8 into e4m3's normal range), which is what gfx950's MFMA takes without a conversion.
-- Several splits of one sequence: each writes a normalized fp32 partial plus its log2-sum-exp; with
-  FUSED_REDUCE the program that finishes last for a sequence (an atomic counter, reset by that program)
-  merges them in the same launch, otherwise a small reduce kernel does. One split writes bf16 directly.
+- Values are the first 512 dims of the same rows. P.V contracts over tokens, which Hopper's fp8 wgmma
+  cannot take from a token-major tile: the NVIDIA default loads the four 128-dim value chunks again (L2
+  hits) and upcasts them to fp16 (exact for e4m3; P in fp16), PV_CHUNKS = 4 with CHUNKS_RELOAD. The ROCm
+  default keeps P.V in fp8 on the score tile (PV_FP8, P scaled by 2^8 into e4m3's normal range), which
+  gfx950 reads with its transposing LDS load: fp8 MFMAs for both dots, no conversion.
+- Several splits of one sequence: each writes a normalized fp32 partial plus its log2-sum-exp, merged by
+  a (sequence, head) kernel (default), or with FUSED_REDUCE by the program that finishes last for a
+  sequence (an atomic counter, reset by that program). One split writes bf16 directly.
 - The split count comes from a wave model (programs per SM/CU from the compiler's resource figures).
+- On triton 3.6 / sm90 two options hit an illegal memory access on the device (cause not found): fp16
+  P.V on the score tile (pv_fp8=0 with pv_chunks=1, reload=0) and on a V^T reload (pv_chunks=1, reload=1).
+  They stay as options for other platforms; the NVIDIA default avoids both.
 
 custom_kernel picks the launch options per platform (torch.version.hip / device capability). Runs on
 NVIDIA, AMD and under TRITON_INTERPRET=1 on a CPU.
@@ -247,7 +251,7 @@ def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, pr
     """Splits per sequence minimizing (waves x tiles per program) + the cost of merging the partials, in tiles.
 
     Measured on the H200 (bench/NOTES.md, issue 12): a 64-token tile takes ~5 us of one program's time
-    whatever the load, so the work is latency-bound and counted in tiles. The fused merge is one program
+    (two programs share an SM), small shapes included, so time is counted in tiles per program. The fused merge is one program
     reading every split's 32 KB partial in turn (~0.4 us, ~0.1 tile, each); the unfused merge is one more
     launch (~0.5 tile) spread over (sequence, head) programs. Batches that fill the device keep one split.
     An estimate written from three measured shapes, not a fit.
