@@ -351,8 +351,8 @@ _ARGS = {
 }
 AOT_SPECS = [
     # Hopper (custom_kernel's NVIDIA choice): fp16 P.V on reloaded value chunks, no pipelining.
-    {"kernel": "mla_fp8_kernel", "label": "sm90 default: fp16 P.V chunks, fused merge", "signature": _ARGS,
-     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": False,
+    {"kernel": "mla_fp8_kernel", "label": "sm90 default: fp16 P.V chunks, split partials", "signature": _ARGS,
+     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": False, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": False,
                     "PV_CHUNKS": 4, "CHUNKS_RELOAD": True},
      "num_warps": 4, "num_stages": 1},
     {"kernel": "mla_fp8_kernel", "label": "sm90 default: fp16 P.V chunks, final output", "signature": _ARGS,
@@ -360,13 +360,16 @@ AOT_SPECS = [
                     "PV_CHUNKS": 4, "CHUNKS_RELOAD": True},
      "num_warps": 4, "num_stages": 1},
     # gfx950 (custom_kernel's ROCm choice): fp8 x fp8 MFMA for both dots, the score tile reused for P.V.
-    {"kernel": "mla_fp8_kernel", "label": "gfx950 default: fp8 P.V, fused merge", "signature": _ARGS,
-     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": True},
+    {"kernel": "mla_fp8_kernel", "label": "gfx950 default: fp8 P.V, split partials", "signature": _ARGS,
+     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": False, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": True},
      "num_warps": 4, "num_stages": 2},
     {"kernel": "mla_fp8_kernel", "label": "gfx950 default: fp8 P.V, final output", "signature": _ARGS,
      "constexprs": {"WRITE_FINAL": True, "FUSED_REDUCE": False, "SPLITS_POW2": 1, "BLOCK_N": 64, "PV_FP8": True},
      "num_warps": 4, "num_stages": 2},
-    {"kernel": "mla_merge_kernel", "label": "unfused merge, 16 splits per load",
+    {"kernel": "mla_fp8_kernel", "label": "option: fused last-program merge (fp8 P.V)", "signature": _ARGS,
+     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": True},
+     "num_warps": 4, "num_stages": 2},
+    {"kernel": "mla_merge_kernel", "label": "merge kernel, 16 splits per load",
      "signature": {"part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "out_ptr": "*bf16:16", "num_splits": "i32"},
      "constexprs": {"SPLITS_CHUNK": 16}, "num_warps": 4},
 ]
