@@ -31,6 +31,7 @@ scoreboard: setup
 	$(BIN)/harness scoreboard
 
 diff: setup
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make diff A=119 B=200 [SOURCE=1]" >&2; exit 2; }
 	$(BIN)/harness diff $(A) $(B) $(if $(SOURCE),--source,)
 
 lint: setup
@@ -39,6 +40,7 @@ lint: setup
 # make submit N=120 [MODE=test|benchmark|leaderboard] [DRY_RUN=1] [FORCE=1] [TIMEOUT=seconds]; see docs/REMOTE.md
 MODE ?= leaderboard
 submit: setup
+	@test -n "$(N)" || { echo "usage: make submit N=120 [MODE=test|benchmark|leaderboard] [DRY_RUN=1] [FORCE=1] [TIMEOUT=seconds]" >&2; exit 2; }
 	$(BIN)/harness submit $(N) --mode $(MODE) $(if $(DRY_RUN),--dry-run,) $(if $(FORCE),--force,) $(if $(TIMEOUT),--timeout $(TIMEOUT),)
 
 clean:

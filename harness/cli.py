@@ -1,15 +1,17 @@
 """The `harness` command: parses arguments and prints; the work lives in the other modules.
 
-Options several commands share are defined once below (`device_option`, `ledger_option`, `mode_option`),
-and every command runs inside `reports_errors`, which turns a bad input into one `error:` line.
+Options several commands share are defined once below (`device_option`, `ledger_option`, `mode_option`).
+Every command runs inside `reports_errors` and the group is a `OneLineErrors` (harness/exits.py): a bad
+argument is one `error:` line and exit code 2, everywhere.
 """
-import functools
 import os
 
 import click
 
 from harness import __version__
 from harness.cases import MODES
+from harness.exits import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_PASSED, EXIT_USAGE, OneLineErrors,
+                           reports_errors)
 
 device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto",
                              show_default=True, help="cuda means any GPU, ROCm included.")
@@ -20,39 +22,6 @@ ledger_option = click.option("--ledger", "ledger_file", type=click.Path(dir_okay
 def mode_option(default=None, choices=MODES, help="Only records of this mode."):
     return click.option("--mode", type=click.Choice(choices), default=default, show_default=default is not None,
                         help=help)
-
-
-def reports_errors(command):
-    """A bad input is one 'error:' line and exit 2; a harness bug is one line too, never a traceback."""
-    @functools.wraps(command)
-    def wrapper(*args, **kwargs):
-        from harness.cases import CaseError
-        from harness.diff import NothingComparable
-        from harness.platform import PlatformError
-        from harness.popcorn_errors import RemoteError
-        from harness.submission import SubmissionError
-
-        try:
-            return command(*args, **kwargs)
-        except (SubmissionError, PlatformError, CaseError, NothingComparable) as error:
-            click.echo(f"error: {error}", err=True)
-            raise SystemExit(2)
-        except RemoteError as error:
-            click.echo(f"error: {error}", err=True)
-            raise SystemExit(error.exit_code)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            raise SystemExit(130)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
-            raise
-        except Exception as error:
-            if os.environ.get("HARNESS_DEBUG"):
-                raise
-            click.echo(f"internal error: {type(error).__name__}: {error} (HARNESS_DEBUG=1 shows the traceback)",
-                       err=True)
-            raise SystemExit(2)
-
-    return wrapper
 
 
 def _existing_ledger(ledger_file):
@@ -67,7 +36,7 @@ def _echo_warnings(caught) -> None:
         click.echo(f"warning: {warning.message}", err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="harness")
 def main():
     """Validate, time, rank and submit amd-mixed-mla submissions."""
@@ -80,8 +49,10 @@ def main():
 @click.option("--output", type=click.Path(dir_okay=False), default=None, help="Page to write (default: scoreboard.md).")
 @click.option("--chart", type=click.Path(dir_okay=False), default=None,
               help="Chart to write (default: results/scoreboard.png).")
+@click.option("--include-interpreter", is_flag=True,
+              help="Also show times taken through the Triton interpreter on a CPU (they say nothing about a GPU).")
 @reports_errors
-def scoreboard(baseline, ledger_file, output, chart):
+def scoreboard(baseline, ledger_file, output, chart, include_interpreter):
     """Regenerate scoreboard.md and its chart from the ledger."""
     import warnings
 
@@ -91,48 +62,66 @@ def scoreboard(baseline, ledger_file, output, chart):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            summary = board.regenerate(ledger_file=ledger_file, output=output, chart=chart, baseline=baseline)
+            summary = board.regenerate(ledger_file=ledger_file, output=output, chart=chart, baseline=baseline,
+                                       include_interpreter=include_interpreter)
+        except board.BaselineError as error:
+            raise click.UsageError(str(error))
         except OSError as error:
             click.echo(f"error: cannot write the scoreboard: {error}", err=True)
-            raise SystemExit(2)
+            raise SystemExit(EXIT_USAGE)
     _echo_warnings(caught)
     tables = f"{summary.tables} table" + ("" if summary.tables == 1 else "s")
     click.echo(f"wrote {summary.output} ({tables} from {summary.records} records)")
     click.echo(f"wrote {summary.chart}" if summary.chart else "no chart: nothing timed in the ledger yet")
 
 
-@main.command()
+@main.command(epilog=EXIT_CODES_HELP.replace("a submission failed", "--fail-above found a regression"))
 @click.argument("a")
 @click.argument("b")
 @click.option("--source", is_flag=True, help="Also show a unified diff of the two files.")
-@click.option("--device", default=None, metavar="NAME", help="Only records from a device whose name contains NAME.")
+@click.option("--device", default=None, metavar="NAME",
+              help="Compare records from the device whose name contains NAME (default: the newest GPU group "
+                   "holding both).")
 @mode_option()
+@click.option("--include-interpreter", is_flag=True,
+              help="Also compare times taken through the Triton interpreter on a CPU (they say nothing about a GPU).")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--fail-above", type=click.FloatRange(min=0), default=None, metavar="PCT",
+              help="Exit 1 when B is slower than A by more than PCT % on any shape or on the geomean.")
 @ledger_option
 @reports_errors
-def diff(a, b, source, device, mode, ledger_file):
+def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, ledger_file):
     """Per-shape speedup of submission B over A (numbers like 119 or file paths)."""
+    import json
     import warnings
 
-    from rich.console import Console
     from rich.syntax import Syntax
 
     from harness import diff as differ
-    from harness import records
+    from harness import display, records
 
     _existing_ledger(ledger_file)
-    console = Console()
+    console = display.console()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        comparison = differ.compare(records.load(ledger_file), a, b, device=device, mode=mode)
+        comparison = differ.compare(records.load(ledger_file), a, b, device=device, mode=mode,
+                                    include_interpreter=include_interpreter)
     _echo_warnings(caught)
-    console.print(differ.render_table(comparison))
-    for line in differ.notes(comparison):
-        console.print(f"note: {line}", highlight=False)
+    slower = differ.regressions(comparison, fail_above) if fail_above is not None else []
+    if as_json:
+        click.echo(json.dumps(differ.as_json(comparison, fail_above), indent=2))
+    else:
+        console.print(differ.render_table(comparison))
+        for line in differ.notes(comparison):
+            console.print(f"note: {line}", highlight=False)
+        for line in slower:
+            console.print(f"regression over {fail_above:g}%: {line}", highlight=False)
     if source:
         text, file_warnings = differ.source_diff(comparison)
         for line in file_warnings:
             console.print(f"warning: {line}", highlight=False)
         console.print(Syntax(text, "diff") if text else "the two files are identical")
+    raise SystemExit(EXIT_FAILED if slower else EXIT_PASSED)
 
 
 @main.command()
@@ -174,7 +163,9 @@ def lint(submissions, as_json):
         warnings += sum(not f.blocking for f in findings)
         if not as_json:
             for finding in findings:
-                click.secho(finding.format(shown), fg="red" if finding.blocking else "yellow")
+                line = finding.format(shown)
+                click.echo(line if os.environ.get("NO_COLOR") else
+                           click.style(line, fg="red" if finding.blocking else "yellow"))
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
@@ -257,7 +248,7 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
     raise SystemExit(outcome.exit_code)
 
 
-@main.command()
+@main.command(epilog=EXIT_CODES_HELP)
 @click.argument("submissions", nargs=-1)
 @click.option("--all", "run_all", is_flag=True, help="Run every submission in submissions/.")
 @mode_option(default="test", help="The official eval.py mode.")
@@ -268,16 +259,15 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
               help="Cache flush before each timed call: a few times the last-level cache, or eval.py's 64 GiB randn.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ledger records as JSON instead of tables.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-              help="Time limit per case (default: task.yml's test/benchmark/ranked timeout).")
+              help="Time limit for each submission's whole run, as the official runner applies it "
+                   "(default: task.yml's test/benchmark/ranked timeout).")
+@click.option("--case-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Also limit each case to this long.")
 @reports_errors
-def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout):
-    """Validate and time submissions (numbers like 120, or file paths) with the official protocol.
-
-    Exit code: 0 when everything that could run passed, 1 when a submission failed, 2 for bad input.
-    """
+def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, case_timeout):
+    """Validate and time submissions (numbers like 120, or file paths) with the official protocol."""
     import json
 
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from harness import display, paths, session
@@ -290,9 +280,10 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout):
     chosen = subs.discover() if run_all else [subs.resolve(arg) for arg in submissions]
     if not chosen:
         raise subs.SubmissionError(f"no submissions in {paths.SUBMISSIONS_DIR}")
-    settings = session.settle(device=device, mode=mode, cases_arg=cases_arg, flush=flush, timeout_s=timeout)
-    out = Console()
-    notices = Console(stderr=True)
+    settings = session.settle(device=device, mode=mode, cases_arg=cases_arg, flush=flush, timeout_s=timeout,
+                              case_timeout_s=case_timeout)
+    out = display.console()
+    notices = display.console(stderr=True)
     for notice in settings.notices:
         notices.print(notice)
     outcomes = []
@@ -306,18 +297,28 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout):
             def show(completed, total, label, task=task, bar=bar, sub=sub):
                 bar.update(task, completed=completed, total=total, description=f"{sub.label}: {label}")
 
-            outcome = session.evaluate_and_record(sub, settings, progress=show)
-        if outcome.ledger_error:
-            notices.print(f"[yellow]warning:[/] could not write the ledger: {outcome.ledger_error}")
+            def finished(index, total, result, sub=sub):
+                if not notices.is_terminal:  # piped or in CI: one plain line per case instead of the live bar
+                    notices.print(display.case_line(sub.label, index, total, result), highlight=False, soft_wrap=True)
+
+            outcome = session.evaluate_and_record(sub, settings, progress=show, on_case=finished)
         outcomes.append(outcome)
         if not as_json:
             display.print_run(out, outcome.run)
+        if outcome.ledger_error:
+            break
     runs = [outcome.run for outcome in outcomes]
     if as_json:
         click.echo(json.dumps([outcome.record for outcome in outcomes], indent=2))
     elif len(runs) > 1:
         counts = {status: sum(r.status == status for r in runs) for status in ("pass", "fail", "error", "skip")}
         out.print(", ".join(f"{n} {status}" for status, n in counts.items() if n))
+    note = session.interpreter_note(runs)
+    if note:
+        notices.print(f"note: {note}", highlight=False)
+    lost = next((outcome.ledger_error for outcome in outcomes if outcome.ledger_error), None)
+    if lost:
+        raise lost
     raise SystemExit(session.exit_code(runs))
 
 
@@ -326,7 +327,6 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout):
 @reports_errors
 def list_submissions(device):
     """Every submission, what it needs, and whether this machine can run it."""
-    from rich.console import Console
     from rich.markup import escape
 
     from harness import display, paths
@@ -335,11 +335,14 @@ def list_submissions(device):
 
     here = platforms.detect(device)
     found = subs.discover()
-    console = Console()
+    console = display.console()
     if not found:
         console.print(f"no submissions in {escape(paths.shown(paths.SUBMISSIONS_DIR))}")
-        return
-    console.print(display.submissions_table(found, here, platforms.can_run))
+    elif console.is_terminal:
+        console.print(display.submissions_table(found, here, platforms.can_run))
+    else:
+        for line in display.submission_lines(found, here, platforms.can_run):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @main.command()

@@ -1,22 +1,23 @@
 """`harness diff A B`: per-shape speedup of submission B over A from their latest comparable records.
 
-Comparable = same device, mode and case set, both with timed passing cases. When several such
-groups exist, the one whose records are most recent wins (unless --device / --mode narrow it).
-Only reads the ledger.
+Comparable = same device, mode and case set, both with timed passing cases. Which group is compared
+is explicit: --device NAME picks it; by default it is the newest group holding both on a real device
+(a GPU, or MI355X through popcorn), never CPU timings, and never times taken through the Triton
+interpreter unless asked for (--include-interpreter). The output names the group. Only reads the ledger.
 """
 from __future__ import annotations
 
 import difflib
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.table import Table as RichTable
 
 from harness import records
 from harness.figures import format_us, geomean
-from harness.paths import REPO_ROOT
+from harness.paths import REPO_ROOT, SUBMISSIONS_DIR
 from harness.records import case_means, label, shape_label
 
 NUMBERED_NAME = re.compile(r"^(\d+)_")
@@ -35,8 +36,8 @@ class SubmissionRef:
 
     def matches(self, record: dict, root: Path = REPO_ROOT) -> bool:
         sub = record["submission"]
-        if self.number is not None and sub["number"] == self.number:
-            return True
+        if self.number is not None:
+            return sub["numbered"] and sub["number"] == self.number
         if self.path is not None and sub["path"]:
             recorded = Path(sub["path"])
             recorded = recorded if recorded.is_absolute() else Path(root) / recorded
@@ -45,13 +46,15 @@ class SubmissionRef:
 
 
 def parse_ref(text: str) -> SubmissionRef:
-    """'120' -> number 120; 'submissions/120_x.py' -> that path (and number 120); other paths as given."""
+    """'120' -> number 120; 'submissions/120_x.py' -> number 120; any other path by its path (a leading
+    number outside submissions/ means nothing)."""
     text = text.strip()
     if text.isdigit():
         return SubmissionRef(text, int(text), None)
     path = Path(text)
     found = NUMBERED_NAME.match(path.name)
-    return SubmissionRef(text, int(found.group(1)) if found else None, path)
+    inside = path.resolve().parent == SUBMISSIONS_DIR.resolve()
+    return SubmissionRef(text, int(found.group(1)) if found and inside else None, None if found and inside else path)
 
 
 @dataclass
@@ -75,6 +78,7 @@ class Comparison:
     shapes: list          # ShapeTimes for every shape both timed
     only_a: list          # shapes only A timed
     only_b: list
+    left_out: list = field(default_factory=list)  # newer timed records not compared, one line each
 
     @property
     def geomean_speedup(self) -> float:
@@ -89,25 +93,47 @@ class Comparison:
         return label(self.b_record)
 
 
-def _latest_timed(everything: list[dict], ref: SubmissionRef, device: str | None, mode: str | None) -> dict:
-    """group -> the latest record of `ref` there that has at least one timed passing case."""
-    def wanted(record):
-        group = records.group_key(record)
-        return (ref.matches(record) and case_means(record) and (device is None or device.lower() in group[0].lower())
-                and (mode is None or group[1] == mode))
-    return records.latest_by([r for r in everything if wanted(r)], records.group_key)
+def on_real_device(record: dict) -> bool:
+    """Timed on a GPU or on MI355X through popcorn: what the leaderboard ranks."""
+    return record["device"]["backend"] != "cpu" and not record["interpreter"]
 
 
-def compare(everything: list[dict], a: str, b: str, *, device: str | None = None,
-            mode: str | None = None) -> Comparison:
+def _comparable(record: dict, device: str | None, mode: str | None, include_interpreter: bool) -> bool:
+    """May this record be compared under the user's --device / --mode / --include-interpreter?"""
+    if mode is not None and record["mode"] != mode:
+        return False
+    matches_device = device is None or device.lower() in record["device"]["name"].lower()
+    if record["interpreter"]:
+        return include_interpreter and matches_device
+    return matches_device if device is not None else on_real_device(record)
+
+
+def _why_nothing(timed: list, a: str, b: str, device: str | None, mode: str | None) -> str:
+    """Why the timed records the two have do not make a comparison, in one line."""
+    if timed and all(record["interpreter"] for record in timed):
+        return (f"no real timings of '{a}' and '{b}' to compare: their times in the ledger ran through the Triton "
+                "interpreter on a CPU (TRITON_INTERPRET=1) and say nothing about a GPU; run both on a GPU "
+                f"(harness run {a} {b} --mode benchmark), or pass --include-interpreter to compare them anyway")
+    if device is None and timed and all(record["device"]["backend"] == "cpu" for record in timed):
+        return (f"'{a}' and '{b}' have only CPU timings, which say little about the GPU they are written for; "
+                "pass --device cpu to compare those anyway")
+    where = (f" on a device matching '{device}'" if device else " on a GPU") + (f" in {mode} mode" if mode else "")
+    return (f"'{a}' and '{b}' have no timed shapes in common on the same device, mode and cases{where}; "
+            f"run both there first (harness run {a} {b} --mode benchmark)")
+
+
+def compare(everything: list[dict], a: str, b: str, *, device: str | None = None, mode: str | None = None,
+            include_interpreter: bool = False) -> Comparison:
     """B against A on their most recent comparable records (harness/records.py); NothingComparable when none."""
     ref_a, ref_b = parse_ref(a), parse_ref(b)
-    latest_a = _latest_timed(everything, ref_a, device, mode)
-    latest_b = _latest_timed(everything, ref_b, device, mode)
-    where = "".join([f" on a device matching '{device}'" if device else "", f" in {mode} mode" if mode else ""])
-    for ref, latest in ((ref_a, latest_a), (ref_b, latest_b)):
-        if not latest:
-            raise NothingComparable(f"no timed result of submission '{ref.text}' in the ledger{where}")
+    timed = {}
+    for ref in (ref_a, ref_b):
+        timed[ref] = [record for record in everything if ref.matches(record) and case_means(record)]
+        if not timed[ref]:
+            raise NothingComparable(f"no timed result of submission '{ref.text}' in the ledger")
+    latest_a, latest_b = ({group: record for group, record in records.latest_by(
+        [r for r in timed[ref] if _comparable(r, device, mode, include_interpreter)], records.group_key).items()}
+        for ref in (ref_a, ref_b))
     candidates = []
     for group in set(latest_a) & set(latest_b):
         rec_a, rec_b = latest_a[group], latest_b[group]
@@ -115,15 +141,53 @@ def compare(everything: list[dict], a: str, b: str, *, device: str | None = None
             stamps = sorted((rec_a["finished"], rec_b["finished"]))
             candidates.append((stamps[1], stamps[0], group))
     if not candidates:
-        raise NothingComparable(f"'{a}' and '{b}' have no timed shapes in common on the same device, mode "
-                                f"and cases{where}; run both there first (harness run {a} {b} --mode benchmark)")
+        raise NothingComparable(_why_nothing(timed[ref_a] + timed[ref_b], a, b, device, mode))
     *_, group = max(candidates)
     rec_a, rec_b = latest_a[group], latest_b[group]
     means_a, means_b = case_means(rec_a), case_means(rec_b)
     shapes = [ShapeTimes(s, means_a[s], means_b[s]) for s in sorted(set(means_a) & set(means_b))]
+    newer = []  # per side, its newest timed record that the comparison leaves out
+    for ref, rec in ((ref_a, rec_a), (ref_b, rec_b)):
+        skipped = [r for r in timed[ref] if r["finished"] > rec["finished"] and records.group_key(r) != group]
+        if skipped:
+            newer.append((ref.text, max(skipped, key=lambda r: r["finished"])))
+    left_out = [f"a newer result of '{text}' on {r['device']['name']} ({r['mode']}, {r['finished']}) is not compared: "
+                + ("its times ran through the Triton interpreter" if r["interpreter"] else
+                   "it is not in a group both submissions share" if on_real_device(r) or device else
+                   "CPU timings say little about a GPU") for text, r in newer]
     return Comparison(a_record=rec_a, b_record=rec_b, device=group[0], mode=group[1], cases=group[2],
                       shapes=shapes, only_a=sorted(set(means_a) - set(means_b)),
-                      only_b=sorted(set(means_b) - set(means_a)))
+                      only_b=sorted(set(means_b) - set(means_a)), left_out=left_out)
+
+
+def regressions(comparison: Comparison, percent: float) -> list[str]:
+    """Every shape, and the geomean, where B is slower than A by more than `percent` %."""
+    limit = 1 + percent / 100
+    found = [f"{shape_label(s.shape)}: {format_us(s.b_ns)} µs vs {format_us(s.a_ns)} µs "
+             f"({(s.b_ns / s.a_ns - 1) * 100:+.1f}%)" for s in comparison.shapes if s.b_ns > s.a_ns * limit]
+    if 1 / comparison.geomean_speedup > limit:
+        found.append(f"geomean: {(1 / comparison.geomean_speedup - 1) * 100:+.1f}%")
+    return found
+
+
+def same_file(comparison: Comparison) -> bool:
+    return comparison.a_record["submission"]["sha256"] == comparison.b_record["submission"]["sha256"]
+
+
+def as_json(comparison: Comparison, fail_above: float | None = None) -> dict:
+    """The comparison as plain data, for scripts."""
+    c = comparison
+    data = {"a": {"label": c.a_label, "path": c.a_record["submission"]["path"], "run_id": c.a_record["run_id"]},
+            "b": {"label": c.b_label, "path": c.b_record["submission"]["path"], "run_id": c.b_record["run_id"]},
+            "device": c.device, "mode": c.mode, "cases": c.cases, "same_file": same_file(c),
+            "shapes": [{"shape": shape_label(s.shape), "a_ns": s.a_ns, "b_ns": s.b_ns, "speedup": s.speedup}
+                       for s in c.shapes],
+            "geomean": {"a_ns": geomean(s.a_ns for s in c.shapes), "b_ns": geomean(s.b_ns for s in c.shapes),
+                        "speedup": c.geomean_speedup},
+            "notes": notes(c)}
+    if fail_above is not None:
+        data["regressions"] = regressions(c, fail_above)
+    return data
 
 
 def _speedup_text(value: float) -> str:
@@ -134,7 +198,7 @@ def _speedup_text(value: float) -> str:
 def render_table(comparison: Comparison) -> RichTable:
     """Per-shape times of A and B in µs and B's speedup over A, geomean last."""
     c = comparison
-    table = RichTable(title=f"{c.b_label} over {c.a_label}\n{c.device} · {c.mode} · {c.cases} cases",
+    table = RichTable(title=f"{c.b_label} over {c.a_label}\ncompared on {c.device} · {c.mode} · {c.cases} cases",
                       caption="speedup = A's time / B's time (> 1: B is faster)")
     table.add_column("shape")
     table.add_column(f"A {c.a_label} (µs)", justify="right")
@@ -152,6 +216,11 @@ def notes(comparison: Comparison) -> list[str]:
     """One-line remarks: shapes only one side timed, records that did not pass overall, their dates."""
     c = comparison
     lines = [f"A recorded {c.a_record['finished'] or '?'}, B recorded {c.b_record['finished'] or '?'}"]
+    if same_file(c):
+        lines.append("A and B are the same file (same sha256): any difference is run-to-run noise")
+    if c.a_record["interpreter"] or c.b_record["interpreter"]:
+        lines.append("times taken through the Triton interpreter (--include-interpreter): they say nothing about a GPU")
+    lines += c.left_out
     if c.only_a:
         lines.append(f"left out, only A timed: {', '.join(shape_label(s) for s in c.only_a)}")
     if c.only_b:

@@ -2,6 +2,9 @@
 
 Pure functions from results to rich renderables or lines; harness/cli.py decides when to print them.
 """
+import os
+
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -9,6 +12,25 @@ from harness import paths, protocol
 from harness.figures import format_us, geomean
 
 STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "skip": "yellow"}
+PIPED_WIDTH = 200  # piped, rich assumes 80 columns and cuts table cells; a wide page keeps every column whole
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console (NO_COLOR honoured by rich); piped without $COLUMNS, wide enough that no column is cut."""
+    probe = Console(stderr=stderr)
+    if probe.is_terminal or os.environ.get("COLUMNS"):
+        return probe
+    return Console(stderr=stderr, width=PIPED_WIDTH)
+
+
+def case_line(label: str, index: int, total: int, result) -> str:
+    """'119_bmm_triton_hybrid: case 2/4 32×1024 s5412: pass, mean 41.2 µs': one finished case, for logs and pipes."""
+    text = f"{label}: case {index + 1}/{total} {short_spec(result.spec)}: {result.status}"
+    if result.stats is not None:
+        text += f", mean {format_us(result.stats.mean)} µs"
+    elif result.status != "pass" and result.message:
+        text += f": {(result.message.splitlines() or [''])[0]}"
+    return text
 
 
 def short_spec(spec: dict) -> str:
@@ -82,6 +104,16 @@ def print_run(console, run) -> None:
         console.print(f"[red]{run.status}:[/] {escape(run.reason)}")
         if run.log_path:
             console.print(f"[dim]worker log: {escape(paths.shown(run.log_path))}[/]")
+
+
+def submission_lines(found: list, here, can_run) -> list[str]:
+    """The submissions list as plain lines (piped output: nothing cut, one line each)."""
+    lines = [f"submissions · this machine: {here.describe()}"]
+    for sub in found:
+        ok, reason = can_run(sub, here)
+        lines.append(f"{sub.number} {sub.path.name}: needs {', '.join(sorted(sub.requirements))}; "
+                     f"runs here: {'yes' if ok else 'no'}" + (f"; {reason}" if reason else ""))
+    return lines
 
 
 def submissions_table(found: list, here, can_run) -> Table:

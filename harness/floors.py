@@ -3,14 +3,16 @@
 A kernel must read the KV cache once in its format plus Q, and write the output once; over the
 device's copy bandwidth that is a floor no version beats by much (bench/NOTES.md has the measurements).
 """
-import reference
+from harness.task_shape import dimension
+
+HEADS, QK_DIM, V_DIM = dimension("NUM_HEADS"), dimension("QK_HEAD_DIM"), dimension("V_HEAD_DIM")
 
 # Bytes a kernel must move for one KV token, by the KV format it reads (576 dims per token).
-KV_BYTES_PER_TOKEN = {"bf16": reference.QK_HEAD_DIM * 2, "fp8": reference.QK_HEAD_DIM,
+KV_BYTES_PER_TOKEN = {"bf16": QK_DIM * 2, "fp8": QK_DIM,
                       # mxfp4: two codes a byte, one e8m0 scale per 32 elements
-                      "mxfp4": reference.QK_HEAD_DIM // 2 + reference.QK_HEAD_DIM // 32}
+                      "mxfp4": QK_DIM // 2 + QK_DIM // 32}
 # Per query token: Q read as bf16 (16 heads x 576) and the output written as bf16 (16 heads x 512).
-Q_AND_OUTPUT_BYTES_PER_QUERY = reference.NUM_HEADS * (reference.QK_HEAD_DIM + reference.V_HEAD_DIM) * 2
+Q_AND_OUTPUT_BYTES_PER_QUERY = HEADS * (QK_DIM + V_DIM) * 2
 
 # Copy bandwidth per device (matched as a substring of the device name), bytes per second.
 COPY_BANDWIDTH = {

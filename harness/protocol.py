@@ -10,6 +10,7 @@ Read it top to bottom like eval.py:
 import dataclasses
 import datetime
 import os
+import time
 from pathlib import Path
 
 from harness import lint, paths, records, timing
@@ -39,6 +40,14 @@ class Budgets:
 
 
 OFFICIAL_BUDGETS = Budgets()
+# Through the Triton interpreter a call takes seconds and its time means nothing: a few calls check it, as the
+# official minimum of three runs does, and leaderboard mode still gives each one fresh input.
+INTERPRETER_REPEATS = 3
+
+
+def interpreter_budgets(budgets: Budgets) -> Budgets:
+    return Budgets(**{field.name: dataclasses.replace(getattr(budgets, field.name), max_repeats=min(
+        getattr(budgets, field.name).max_repeats, INTERPRETER_REPEATS)) for field in dataclasses.fields(budgets)})
 
 
 @dataclasses.dataclass
@@ -77,6 +86,7 @@ class RunResult:
     started: str
     finished: str
     log_path: Path | None = None
+    interpreter: bool = False  # Triton kernels ran through TRITON_INTERPRET: its times say nothing about a GPU
 
     @property
     def failed(self) -> bool:
@@ -122,31 +132,87 @@ def _no_progress(completed: int, total: int, label: str) -> None:
     pass
 
 
+def _no_case_report(index: int, total: int, result: "CaseResult") -> None:
+    pass
+
+
+class TimeLimit:
+    """The official limit bounds a submission's whole run (as the official runner's does); a per-case cap is optional."""
+
+    def __init__(self, run_s: float, case_s: float | None = None, clock=time.monotonic):
+        self.run_s, self.case_s, self.clock = run_s, case_s, clock
+        self.started = clock()
+
+    def remaining_s(self) -> float:
+        return self.run_s - (self.clock() - self.started)
+
+    def next_call_s(self) -> float:
+        """How long the next worker call may take."""
+        return max(0.0, min(self.remaining_s(), self.case_s or float("inf")))
+
+    def timeout_message(self, granted_s: float) -> str:
+        if self.case_s is not None and granted_s >= self.case_s:
+            return f"exceeded the {self.case_s:g} s case limit"
+        return f"exceeded the run's {self.run_s:g} s time limit (it bounds all cases of a submission together)"
+
+
 def _failed_case(case: Case, reply: dict) -> CaseResult:
     return CaseResult(spec=case.spec, status=reply["status"], message=reply["message"],
                       log_tail=reply.get("log_tail", ""))
 
 
-def run_tests(worker: Worker, cases: list, timeout_s: float, progress=_no_progress) -> list:
-    """Per case: generate input, call custom_kernel on a deep clone, synchronize, check against the original."""
+def _not_run(cases: list, reason: str) -> list:
+    return [CaseResult(spec=case.spec, status="skip", message=reason) for case in cases]
+
+
+def _call(worker: Worker, limit: TimeLimit, op: str, **args) -> dict:
+    """One worker call under the time limit; a timeout reply says which limit it hit."""
+    granted = limit.next_call_s()
+    reply = worker.call(op, granted, **args)
+    if not reply["ok"] and reply["status"] == "timeout":
+        reply = dict(reply, message=limit.timeout_message(granted))
+    return reply
+
+
+def _each_case(cases: list, limit: TimeLimit, run_one, progress, on_case, first_step: int = 0,
+               stop_on_failure: str | None = None) -> list:
+    """run_one(case) for every case in order; after a timeout (or, if asked, any failure) the rest are not run."""
     results = []
+    total = len(cases) + first_step
     for index, case in enumerate(cases):
-        progress(index, len(cases), spec_line(case.spec))
-        reply = worker.call("test", timeout_s, args=case.args, device=worker.device)
-        if not reply["ok"]:
-            results.append(_failed_case(case, reply))
-            continue
-        outcome = reply["result"]
-        results.append(CaseResult(spec=case.spec, status="pass" if outcome["good"] else "fail",
-                                  message=outcome["message"], notes=outcome["notes"]))
-    progress(len(cases), len(cases), "done")
+        if limit.remaining_s() <= 0:
+            results += _not_run(cases[index:], "not run: the run's time limit was spent")
+            break
+        progress(index + first_step, total, spec_line(case.spec))
+        result = run_one(case)
+        results.append(result)
+        on_case(index, len(cases), result)
+        if result.status == "timeout" and limit.remaining_s() <= 0:  # the run's limit, not just a case cap
+            results += _not_run(cases[index + 1:], "not run: an earlier case timed out")
+            break
+        if stop_on_failure and result.status != "pass":
+            results += _not_run(cases[index + 1:], f"not run: {stop_on_failure} (case {index + 1})")
+            break
+    progress(total, total, "done")
     return results
 
 
+def run_tests(worker: Worker, cases: list, limit: TimeLimit, progress=_no_progress, on_case=_no_case_report) -> list:
+    """Per case: generate input, call custom_kernel on a deep clone, synchronize, check against the original."""
+    def one(case):
+        reply = _call(worker, limit, "test", args=case.args, device=worker.device)
+        if not reply["ok"]:
+            return _failed_case(case, reply)
+        outcome = reply["result"]
+        return CaseResult(spec=case.spec, status="pass" if outcome["good"] else "fail", message=outcome["message"],
+                          notes=outcome["notes"])
+    return _each_case(cases, limit, one, progress, on_case)
+
+
 def _benchmark_case(worker: Worker, case: Case, recheck: bool, budget: Budget, flush: str,
-                    timeout_s: float) -> CaseResult:
-    reply = worker.call("benchmark", timeout_s, args=case.args, recheck=recheck, max_repeats=budget.max_repeats,
-                        max_time_ns=budget.max_time_ns, flush=flush, device=worker.device)
+                    limit: TimeLimit) -> CaseResult:
+    reply = _call(worker, limit, "benchmark", args=case.args, recheck=recheck, max_repeats=budget.max_repeats,
+                  max_time_ns=budget.max_time_ns, flush=flush, device=worker.device)
     if not reply["ok"]:
         return _failed_case(case, reply)
     outcome = reply["result"]
@@ -156,61 +222,42 @@ def _benchmark_case(worker: Worker, case: Case, recheck: bool, budget: Budget, f
                       stats=timing.Stats(**outcome["stats"]), notes=outcome["notes"])
 
 
-def _warm_up(worker: Worker, case: Case, budget: Budget, flush: str, timeout_s: float, warnings: list) -> None:
+def _warm_up(worker: Worker, case: Case, budget: Budget, flush: str, limit: TimeLimit, warnings: list) -> None:
     """eval.py benchmarks the first case once before the real ones and ignores the result; we warn of a crash."""
-    result = _benchmark_case(worker, case, False, budget, flush, timeout_s)
+    result = _benchmark_case(worker, case, False, budget, flush, limit)
     if result.status in ("error", "timeout"):
         warnings.append(f"warm-up on {spec_line(case.spec)}: {result.message}")
 
 
-def run_benchmarks(worker: Worker, cases: list, timeout_s: float, flush: str, budgets: Budgets = OFFICIAL_BUDGETS,
-                   progress=_no_progress, warnings: list | None = None) -> list:
+def run_benchmarks(worker: Worker, cases: list, limit: TimeLimit, flush: str, budgets: Budgets = OFFICIAL_BUDGETS,
+                   progress=_no_progress, warnings: list | None = None, on_case=_no_case_report) -> list:
     """Warm-up on the first case, then per case one correctness check and timed calls on the same input."""
     warnings = [] if warnings is None else warnings
-    total = len(cases) + 1
-    progress(0, total, f"warm-up: {spec_line(cases[0].spec)}")
-    _warm_up(worker, cases[0], budgets.benchmark_warmup, flush, timeout_s, warnings)
-    results = []
-    for index, case in enumerate(cases):
-        progress(index + 1, total, spec_line(case.spec))
-        results.append(_benchmark_case(worker, case, False, budgets.benchmark, flush, timeout_s))
-    progress(total, total, "done")
-    return results
+    progress(0, len(cases) + 1, f"warm-up: {spec_line(cases[0].spec)}")
+    _warm_up(worker, cases[0], budgets.benchmark_warmup, flush, limit, warnings)
+    return _each_case(cases, limit, lambda case: _benchmark_case(worker, case, False, budgets.benchmark, flush, limit),
+                      progress, on_case, first_step=1)
 
 
-def run_leaderboard(worker: Worker, cases: list, timeout_s: float, flush: str, budgets: Budgets = OFFICIAL_BUDGETS,
-                    progress=_no_progress, warnings: list | None = None) -> list:
+def run_leaderboard(worker: Worker, cases: list, limit: TimeLimit, flush: str, budgets: Budgets = OFFICIAL_BUDGETS,
+                    progress=_no_progress, warnings: list | None = None, on_case=_no_case_report) -> list:
     """Warm-up, then per case fresh input (seed += 13) and a check on every call; stops at the first failing case."""
     warnings = [] if warnings is None else warnings
-    total = len(cases) + 1
-    progress(0, total, f"warm-up: {spec_line(cases[0].spec)}")
-    _warm_up(worker, cases[0], budgets.leaderboard_warmup, flush, timeout_s, warnings)
-    results = []
-    for index, case in enumerate(cases):
-        progress(index + 1, total, spec_line(case.spec))
-        result = _benchmark_case(worker, case, True, budgets.leaderboard, flush, timeout_s)
-        results.append(result)
-        if result.status != "pass":
-            reason = f"not run: leaderboard mode stops at the first failure (case {index + 1})"
-            results.extend(CaseResult(spec=later.spec, status="skip", message=reason) for later in cases[index + 1:])
-            break
-    progress(total, total, "done")
-    return results
+    progress(0, len(cases) + 1, f"warm-up: {spec_line(cases[0].spec)}")
+    _warm_up(worker, cases[0], budgets.leaderboard_warmup, flush, limit, warnings)
+    return _each_case(cases, limit, lambda case: _benchmark_case(worker, case, True, budgets.leaderboard, flush, limit),
+                      progress, on_case, first_step=1, stop_on_failure="leaderboard mode stops at the first failure")
 
 
-def run_profile(worker: Worker, cases: list, timeout_s: float, progress=_no_progress) -> list:
+def run_profile(worker: Worker, cases: list, limit: TimeLimit, progress=_no_progress, on_case=_no_case_report) -> list:
     """Per case: one call under the torch profiler; the table of the busiest operators."""
-    results = []
-    for index, case in enumerate(cases):
-        progress(index, len(cases), spec_line(case.spec))
-        reply = worker.call("profile", timeout_s, args=case.args, device=worker.device)
+    def one(case):
+        reply = _call(worker, limit, "profile", args=case.args, device=worker.device)
         if not reply["ok"]:
-            results.append(_failed_case(case, reply))
-            continue
+            return _failed_case(case, reply)
         outcome = reply["result"]
-        results.append(CaseResult(spec=case.spec, status="pass", report=outcome["report"], notes=outcome["notes"]))
-    progress(len(cases), len(cases), "done")
-    return results
+        return CaseResult(spec=case.spec, status="pass", report=outcome["report"], notes=outcome["notes"])
+    return _each_case(cases, limit, one, progress, on_case)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +290,8 @@ def case_warnings(results: list) -> list:
     for index, result in enumerate(results):
         for line in result.message.splitlines():
             if _is_warning(line):
-                found.append(f"case {index + 1}: {line.strip()}")
+                text = line.strip()[len("warning"):].lstrip(" :")  # the table adds its own "warning:" prefix
+                found.append(f"case {index + 1}: {text}")
     return list(dict.fromkeys(found))
 
 
@@ -262,9 +310,14 @@ def log_file_for(submission: Submission, mode: str, log_dir: Path | None = None)
 
 
 def evaluate(submission: Submission, platform: Platform, mode: str, specs: list, *, cases_name: str,
-             flush: str, timeout_s: float, secret: int | None = None, budgets: Budgets = OFFICIAL_BUDGETS,
-             log_dir: Path | None = None, progress=_no_progress) -> RunResult:
-    """Run every case of one submission in `mode` in its own worker; never raises for the submission's faults."""
+             flush: str, timeout_s: float, case_timeout_s: float | None = None, secret: int | None = None,
+             budgets: Budgets = OFFICIAL_BUDGETS, log_dir: Path | None = None, progress=_no_progress,
+             on_case=_no_case_report) -> RunResult:
+    """Run every case of one submission in `mode` in its own worker; never raises for the submission's faults.
+
+    timeout_s bounds the whole run (the official limit); case_timeout_s, when given, each case too.
+    on_case(index, total, result) is called as each case finishes.
+    """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if not specs:
@@ -284,21 +337,24 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
     cases = make_cases(specs, secret)
     log_path = log_file_for(submission, mode, log_dir)
     interpret = "triton" in submission.requirements and not platform.is_gpu
+    limit = TimeLimit(timeout_s, case_timeout_s)
+    if interpret:
+        budgets = interpreter_budgets(budgets)
     with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret) as worker:
         if mode == "test":
-            results = run_tests(worker, cases, timeout_s, progress)
+            results = run_tests(worker, cases, limit, progress, on_case)
         elif mode == "benchmark":
-            results = run_benchmarks(worker, cases, timeout_s, flush, budgets, progress, warnings)
+            results = run_benchmarks(worker, cases, limit, flush, budgets, progress, warnings, on_case)
         elif mode == "leaderboard":
-            results = run_leaderboard(worker, cases, timeout_s, flush, budgets, progress, warnings)
+            results = run_leaderboard(worker, cases, limit, flush, budgets, progress, warnings, on_case)
         else:
-            results = run_profile(worker, cases, timeout_s, progress)
+            results = run_profile(worker, cases, limit, progress, on_case)
     warnings.extend(case_warnings(results))
     status, reason = summarize(results)
     if status == "pass" and rejections:
         reason = f"passes here, but the server would reject it: {rejections[0].split(': ', 1)[1]}"
     return RunResult(submission, mode, cases_name, flush, platform, status, reason, results, warnings,
-                     started, now_iso(), log_path)
+                     started, now_iso(), log_path, interpreter=interpret)
 
 
 def geomean_ns(run: RunResult) -> float | None:
@@ -307,14 +363,14 @@ def geomean_ns(run: RunResult) -> float | None:
     return geomean(means) if len(means) == len(run.results) else None
 
 
-def record(run: RunResult) -> records.Record:
-    """The ledger record of one run (its shape: harness/records.py)."""
+def record(run: RunResult, checkout: dict | None = None) -> records.Record:
+    """The ledger record of one run (its shape: harness/records.py); `checkout` is the git commit that ran it."""
     sub = run.submission
     return records.new_record(
         source="local",
         submission=records.SubmissionInfo(number=sub.number, path=paths.in_repository(sub.path), sha256=sub.sha256,
-                                          requirements=sorted(sub.requirements)),
+                                          requirements=sorted(sub.requirements), numbered=sub.numbered),
         mode=run.mode, cases=run.cases, flush=run.flush, device=run.platform.record_device(),
         versions=run.platform.versions, status=run.status, reason=run.reason,
         results=[result.record() for result in run.results], warnings=run.warnings,
-        started=run.started, finished=run.finished)
+        started=run.started, finished=run.finished, interpreter=run.interpreter, git=checkout)

@@ -23,6 +23,7 @@ class SubmissionInfo(TypedDict):
     path: str                 # relative to the repository when inside it
     sha256: str               # of the file as it was run
     requirements: list[str]   # what it needs: torch, triton, hip, aiter (harness/submission.py)
+    numbered: bool            # one of this repository's submissions/NNN_slug.py; else an outside file, known by path and hash
 
 
 class Device(TypedDict):
@@ -65,15 +66,18 @@ class Record(TypedDict):
     started: str         # ISO 8601, UTC
     finished: str
     remote: dict | None  # remote records only; keys in harness/remote.py
+    interpreter: bool    # Triton ran through TRITON_INTERPRET on a CPU: correctness counts, the times do not
+    git: dict | None     # {"commit": "<sha>", "dirty": bool} of the checkout that ran it; None outside git
 
 
 def new_record(*, source: str, submission: SubmissionInfo, mode: str, cases: str, flush: str, device: Device,
                versions: dict, status: str, reason: str, results: list, warnings: list, started: str,
-               finished: str, remote: dict | None = None) -> Record:
+               finished: str, remote: dict | None = None, interpreter: bool = False,
+               git: dict | None = None) -> Record:
     return Record(schema=SCHEMA_VERSION, run_id=ledger.new_run_id(), source=source, submission=submission,
                   mode=mode, cases=cases, flush=flush, device=device, versions=dict(versions), status=status,
                   reason=reason, results=list(results), warnings=list(warnings), started=started,
-                  finished=finished, remote=remote)
+                  finished=finished, remote=remote, interpreter=interpreter, git=git)
 
 
 # ---------------------------------------------------------------- reading and checking, in one place
@@ -117,11 +121,18 @@ def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None 
     device = raw["device"]
     if raw.get("source", "local") not in SOURCES:
         raise ValueError(f"unknown source {raw.get('source')!r}")
+    numbered = sub.get("numbered")
+    if numbered is None:  # older records: a number meant a file of submissions/
+        numbered = sub.get("number") is not None and path.startswith("submissions/")
+    interpreter = raw.get("interpreter")
+    if interpreter is None:  # older records: Triton on a CPU always ran through the interpreter
+        interpreter = device.get("backend") == "cpu" and "triton" in requirements
     return Record(
         schema=int(raw.get("schema", SCHEMA_VERSION)), run_id=str(raw.get("run_id", "")),
         source=raw.get("source", "local"),
-        submission=SubmissionInfo(number=sub.get("number"), path=path, sha256=str(sub.get("sha256") or ""),
-                                  requirements=sorted(requirements)),
+        submission=SubmissionInfo(number=sub.get("number") if numbered else None, path=path,
+                                  sha256=str(sub.get("sha256") or ""), requirements=sorted(requirements),
+                                  numbered=bool(numbered)),
         mode=str(raw["mode"]), cases=str(raw.get("cases", "?")), flush=str(raw.get("flush") or "none"),
         device=Device(name=str(device.get("name", "unknown device")), arch=str(device.get("arch", "")),
                       backend=str(device.get("backend", ""))),
@@ -129,7 +140,8 @@ def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None 
         results=[_checked_case(case) for case in raw.get("results") or []],
         warnings=[str(w) for w in raw.get("warnings") or []],
         started=str(raw.get("started") or ""), finished=str(raw.get("finished") or ""),
-        remote=dict(raw["remote"]) if raw.get("remote") else None)
+        remote=dict(raw["remote"]) if raw.get("remote") else None, interpreter=bool(interpreter),
+        git=dict(raw["git"]) if raw.get("git") else None)
 
 
 def usable(raws: list[dict], root: Path = REPO_ROOT) -> list[Record]:
@@ -164,15 +176,22 @@ def shape_label(shape: tuple) -> str:
 
 
 def label(record: Record) -> str:
-    """'120_hip_fp8_mfma': the file's stem."""
-    path = record["submission"]["path"]
-    return Path(path).stem if path else str(record["submission"]["number"])
+    """'120_hip_fp8_mfma' for a numbered submission; an outside file by its path, so it shadows none."""
+    sub = record["submission"]
+    if sub["numbered"]:
+        return Path(sub["path"]).stem
+    return sub["path"] or "?"
 
 
 def identity(record: Record):
-    """Which submission a record is of: its number, else its path."""
+    """Which submission a record is of: a numbered one by its number, an outside file by its path and hash."""
     sub = record["submission"]
-    return sub["number"] if sub["number"] is not None else sub["path"]
+    return sub["number"] if sub["numbered"] else (sub["path"], sub["sha256"])
+
+
+def real_timings(record: Record) -> bool:
+    """Times that say something about a GPU kernel: not taken through the Triton interpreter."""
+    return not record["interpreter"]
 
 
 def case_means(record: Record) -> dict:

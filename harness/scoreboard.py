@@ -61,6 +61,7 @@ class Table:
     baseline: str | None = None
     notes: list = field(default_factory=list)
     secret: dict = field(default_factory=dict)  # label -> verdict of the remote secret-seed run
+    interpreted: list = field(default_factory=list)  # passed, but timed through the Triton interpreter: left out
 
     @property
     def timed(self) -> bool:
@@ -116,7 +117,7 @@ def verified_on_mi355x(record: dict, everything: list[dict]) -> bool:
         if not on_mi355x or other["mode"] not in ("test", "leaderboard") or other["status"] != "pass":
             continue
         same_file = sub["sha256"] and other_sub["sha256"] == sub["sha256"]
-        same_number = sub["number"] is not None and other_sub["number"] == sub["number"]
+        same_number = sub["numbered"] and other_sub["numbered"] and other_sub["number"] == sub["number"]
         if same_file or same_number:
             return True
     return False
@@ -134,8 +135,20 @@ def _row_order(row) -> tuple:
     return (row.number is None, row.number if row.number is not None else 0, row.label)
 
 
-def build_tables(everything: list[dict], *, baseline: int | None = None) -> list[Table]:
-    """One table per (device, mode, cases, remote run) with the latest record of each submission."""
+class BaselineError(ValueError):
+    """--baseline names a submission the ledger has no result of (message is one line)."""
+
+
+def build_tables(everything: list[dict], *, baseline: int | None = None,
+                 include_interpreter: bool = False) -> list[Table]:
+    """One table per (device, mode, cases, remote run) with the latest record of each submission.
+
+    Times taken through the Triton interpreter are left out of timed tables (and so of the chart) unless
+    include_interpreter: the table says so instead.
+    """
+    if baseline is not None and not any(r["submission"]["numbered"] and r["submission"]["number"] == baseline
+                                        for r in everything):
+        raise BaselineError(f"--baseline {baseline}: the ledger has no result of submission {baseline}")
     latest = records.latest_by(everything, lambda r: (records.group_key(r), records.identity(r)))
     tables: dict[tuple, Table] = {}
     for (key, _), record in latest.items():
@@ -146,7 +159,9 @@ def build_tables(everything: list[dict], *, baseline: int | None = None) -> list
         unverified = needs_mi355x(record["submission"]["requirements"]) and not verified_on_mi355x(record, everything)
         name = label(record)
         status = record["status"]
-        if status == "pass":
+        if status == "pass" and record["interpreter"] and record["mode"] in TIMED_MODES and not include_interpreter:
+            table.interpreted.append(name)
+        elif status == "pass":
             table.rows.append(Row(label=name, number=record["submission"]["number"],
                                   record=record, means=case_means(record), verdicts=case_verdicts(record),
                                   reported_score_ns=reported_score_ns(record), unverified=unverified))
@@ -158,6 +173,10 @@ def build_tables(everything: list[dict], *, baseline: int | None = None) -> list
     _merge_secret_runs(tables)
     ordered = [tables[k] for k in sorted(tables, key=lambda k: _sort_key(k, tables[k].remote))]
     for table in ordered:
+        if table.interpreted:
+            table.notes.append(f"Left out: {', '.join(sorted(table.interpreted))} passed, but their times ran through "
+                               "the Triton interpreter (TRITON_INTERPRET=1) and say nothing about a GPU "
+                               "(harness scoreboard --include-interpreter shows them).")
         table.rows.sort(key=_row_order)
         table.failing.sort(key=lambda item: item.label)
         table.skipped.sort(key=lambda item: item.label)
@@ -344,11 +363,12 @@ class Summary:
 
 
 def regenerate(*, ledger_file=None, output=None, chart=None, baseline: int | None = None,
-               now: datetime | None = None, root: Path = paths.REPO_ROOT) -> Summary:
+               include_interpreter: bool = False, now: datetime | None = None,
+               root: Path = paths.REPO_ROOT) -> Summary:
     """Read the ledger, write the markdown page and the chart, and say what was written."""
     source = paths.ledger_file(ledger_file)
     everything = records.load(source, root)
-    tables = build_tables(everything, baseline=baseline)
+    tables = build_tables(everything, baseline=baseline, include_interpreter=include_interpreter)
     output = Path(output or paths.SCOREBOARD_PAGE)
     drawn = draw_chart(tables, Path(chart or paths.scoreboard_chart()))
     page = render_markdown(tables, ledger_file=paths.shown(source, root), record_count=len(everything),

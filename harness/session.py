@@ -1,16 +1,23 @@
 """One `harness run`: the settings this machine implies, each submission evaluated and recorded, the exit code.
 
 The decisions a run takes before and after the protocol itself: which cases (official on a GPU, small
-on a CPU), whether the requested flush can work here, the secret seed, the time limit; then per
-submission protocol.evaluate, its record appended to the ledger; last, the exit code.
+on a CPU), whether the requested flush can work here, the secret seed, the time limits, whether the
+results folder can be written; then per submission protocol.evaluate and its record appended to the
+ledger (with the git commit that ran it); last, the exit code.
 """
 import dataclasses
+import subprocess
+import tempfile
 
-from harness import cases, ledger, protocol, timing
+from harness import cases, ledger, paths, protocol, timing
 from harness import platform as platforms
 from harness.submission import Submission
 
 TIMED_MODES = ("benchmark", "leaderboard")
+
+
+class ResultsError(ValueError):
+    """The results folder or the ledger cannot be written (message is one line for the user)."""
 
 
 @dataclasses.dataclass
@@ -20,13 +27,40 @@ class Settings:
     specs: list
     cases_name: str
     flush: str
-    timeout_s: float
+    timeout_s: float             # bounds each submission's whole run, as the official runner's limit does
+    case_timeout_s: float | None  # optional cap on each case
     secret: int | None
-    notices: list  # one line each, for the user: what was chosen for them
+    checkout: dict | None        # {"commit", "dirty"} of this checkout, None outside git
+    notices: list                # one line each, for the user: what was chosen for them
 
 
-def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout_s: float | None) -> Settings:
-    """The run's settings on this machine; CaseError / PlatformError (one line) for what cannot work here."""
+def git_checkout(root=paths.REPO_ROOT) -> dict | None:
+    """The commit of the checkout and whether it has uncommitted changes; None when it is not a git checkout."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20)
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if commit.returncode != 0 or status.returncode != 0:
+        return None
+    return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def check_results_writable() -> None:
+    """The worker logs and the ledger must be writable before anything runs; ResultsError says why not."""
+    for folder in (paths.log_dir(), paths.ledger_file().parent):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as error:
+            raise ResultsError(f"cannot write results to {paths.shown(folder)}: {error.strerror or error}") from None
+
+
+def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout_s: float | None,
+           case_timeout_s: float | None = None) -> Settings:
+    """The run's settings on this machine; CaseError / PlatformError / ResultsError (one line) for what cannot work."""
     here = platforms.detect(device)
     notices = []
     if cases_arg is None:
@@ -43,30 +77,46 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
         secret = protocol.secret_seed()
     except ValueError as error:
         raise cases.CaseError(str(error)) from None
+    check_results_writable()
     return Settings(platform=here, mode=mode, specs=specs, cases_name=cases_arg, flush=flush,
-                    timeout_s=timeout_s or cases.case_timeout_s(mode), secret=secret, notices=notices)
+                    timeout_s=timeout_s or cases.case_timeout_s(mode), case_timeout_s=case_timeout_s,
+                    secret=secret, checkout=git_checkout(), notices=notices)
 
 
 @dataclasses.dataclass
 class Outcome:
     run: protocol.RunResult
     record: dict
-    ledger_error: str | None  # why the record could not be written, None when it was
+    ledger_error: ResultsError | None  # the record could not be written: the result is lost
 
 
-def evaluate_and_record(submission: Submission, settings: Settings, progress=protocol._no_progress) -> Outcome:
-    """protocol.evaluate for one submission, then its record appended to the ledger."""
+def evaluate_and_record(submission: Submission, settings: Settings, progress=protocol._no_progress,
+                        on_case=protocol._no_case_report) -> Outcome:
+    """protocol.evaluate for one submission, then its record appended to the ledger (or why it could not be)."""
     run = protocol.evaluate(submission, settings.platform, settings.mode, settings.specs,
                             cases_name=settings.cases_name, flush=settings.flush, timeout_s=settings.timeout_s,
-                            secret=settings.secret, progress=progress)
-    record = protocol.record(run)
+                            case_timeout_s=settings.case_timeout_s, secret=settings.secret, progress=progress,
+                            on_case=on_case)
+    record = protocol.record(run, settings.checkout)
     try:
         ledger.append(record)
     except OSError as error:
-        return Outcome(run, record, str(error))
+        return Outcome(run, record, ResultsError(
+            f"{submission.label}: its result could not be written to {paths.shown(paths.ledger_file())} "
+            f"({error.strerror or error}), so it is lost; fix the file's permissions and run it again"))
     return Outcome(run, record, None)
 
 
 def exit_code(runs: list) -> int:
     """0 when everything that could run passed, 1 when a submission failed or errored."""
     return 1 if any(run.failed for run in runs) else 0
+
+
+def interpreter_note(runs: list) -> str | None:
+    """What a run through the Triton interpreter did and did not measure, when any submission ran that way."""
+    interpreted = [run.submission.label for run in runs if run.interpreter and run.mode in TIMED_MODES]
+    if not interpreted:
+        return None
+    return (f"{', '.join(interpreted)}: correctness checked; their times ran through the Triton interpreter "
+            "(TRITON_INTERPRET=1) and say nothing about a GPU, so diff, the scoreboard's timing tables and the "
+            "chart leave them out")

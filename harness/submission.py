@@ -43,6 +43,11 @@ class Submission:
     hip_archs: frozenset = frozenset()  # gfx targets named by HIP source, e.g. {"gfx950"}; empty = unknown
 
     @property
+    def numbered(self) -> bool:
+        """One of the repository's submissions/NNN_slug.py (an outside file keeps its own identity)."""
+        return self.number is not None
+
+    @property
     def label(self) -> str:
         """'120_hip_fp8_mfma' for a numbered file, else the file name."""
         return self.path.stem
@@ -72,8 +77,9 @@ def hip_archs_of(source_text: str) -> frozenset:
     return frozenset(_GFX_TARGET.findall(source_text))
 
 
-def from_path(path: str | Path) -> Submission:
-    """A Submission for any readable .py file; number and slug come from an NNN_slug.py name."""
+def from_path(path: str | Path, submissions_dir: str | Path = SUBMISSIONS_DIR) -> Submission:
+    """A Submission for any readable .py file; an NNN_slug.py inside submissions/ gets its number, any other
+    file none (a leading number elsewhere means nothing: it must not take over a numbered submission's results)."""
     path = Path(path).expanduser().resolve()
     if not path.is_file():
         raise SubmissionError(f"no such submission file: {path}")
@@ -85,7 +91,8 @@ def from_path(path: str | Path) -> Submission:
     except (OSError, UnicodeDecodeError) as exc:
         raise SubmissionError(f"cannot read {path}: {exc}") from None
     match = FILE_NAME.match(path.name)
-    number, slug = (int(match[1]), match[2]) if match else (None, path.stem)
+    inside = path.parent == Path(submissions_dir).resolve()
+    number, slug = (int(match[1]), match[2]) if match and inside else (None, path.stem)
     return Submission(
         number=number,
         slug=slug,
@@ -102,7 +109,7 @@ def discover(root: str | Path = SUBMISSIONS_DIR) -> list[Submission]:
     if not root.is_dir():
         return []
     files = [p for p in root.iterdir() if p.is_file() and FILE_NAME.match(p.name)]
-    found = [from_path(p) for p in files]
+    found = [from_path(p, root) for p in files]
     return sorted(found, key=lambda s: (s.number, s.slug))
 
 

@@ -2,12 +2,17 @@
 
 (scoreboard, diff, compile and submit have their command tests beside their modules' tests.)"""
 import json
+import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from harness import cli, ledger
+from harness import chart, cli, exits, ledger, records, scoreboard
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "tests" / "samples"
@@ -66,3 +71,179 @@ def test_list_and_doctor(cli_env):
     doctor = invoke("doctor", "--device", "cpu")
     assert doctor.exit_code == 0, doctor.output
     assert "cpu" in doctor.output and "TRITON_INTERPRET" in doctor.output and "needs ROCm" in doctor.output
+
+
+# -- everyday use: exits, pipes, identity, comparisons you can script -------------------------------------
+
+HARNESS = [sys.executable, "-c", "from harness.cli import main; main()"]
+
+
+def harness(*args, env=None, timeout=600):
+    """The real command in a child process with pipes (not a terminal), as CI and scripts see it."""
+    return subprocess.run(HARNESS + [str(a) for a in args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def local_record(path, means, *, number=None, numbered=False, interpreter=False, device=None, sha="ab",
+                 finished="2026-11-29T10:00:00", mode="benchmark"):
+    device = device or records.Device(name="NVIDIA H200", arch="sm_90", backend="cuda")
+    results = [{"spec": {"batchsize": b, "qseqlen": 1, "kvseqlen": kv, "seed": 1}, "status": "pass", "message": "",
+                "stats": {"runs": 3, "mean": mean, "std": 1.0, "err": 1.0, "best": mean, "worst": mean}, "notes": {}}
+               for (b, kv), mean in means.items()]
+    return records.new_record(source="local", submission=records.SubmissionInfo(
+        number=number, path=path, sha256=sha, requirements=["torch", "triton"], numbered=numbered), mode=mode,
+        cases="official", flush="fast", device=device, versions={}, status="pass", reason="", results=results,
+        warnings=[], started=finished, finished=finished, interpreter=interpreter)
+
+
+CPU_DEVICE = records.Device(name="cpu (x86_64)", arch="cpu", backend="cpu")
+
+
+def test_every_bad_argument_is_one_error_line_and_exit_2():
+    for args in (["lint", "999"], ["compile", "999"], ["run", "999"], ["diff", "1"], ["run", "1", "--mode", "x"],
+                 ["nosuch"], ["scoreboard", "--baseline", "999"]):
+        result = invoke(*args)
+        assert result.exit_code == exits.EXIT_USAGE, (args, result.output)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (args, result.output)
+
+
+def test_run_help_lists_the_exit_codes():
+    text = invoke("run", "--help").output
+    assert "0 all passed, 1 a submission failed, 2 usage or input error" in " ".join(text.split())
+    assert "3 harness bug, 130 interrupted" in " ".join(text.split())
+
+
+def test_an_unwritable_ledger_is_an_error_and_the_run_exits_2(cli_env, results_dir):
+    _, cases_file = cli_env
+    blocked = results_dir / "ledger-is-a-folder"
+    blocked.mkdir(parents=True)
+    done = harness("run", SAMPLES / "reference_call.py", "--device", "cpu", "--cases", cases_file,
+                   env={"HARNESS_LEDGER": str(blocked)})
+    assert done.returncode == exits.EXIT_USAGE, done.stdout + done.stderr
+    assert "pass" in done.stdout  # the result is shown...
+    assert "its result could not be written" in done.stderr and "so it is lost" in done.stderr  # ...and its loss
+
+
+def test_unwritable_results_folder_is_one_plain_line(cli_env, tmp_path):
+    _, cases_file = cli_env
+    not_a_folder = tmp_path / "results-file"
+    not_a_folder.write_text("a file where the results folder should be\n")
+    done = harness("run", SAMPLES / "reference_call.py", "--device", "cpu", "--cases", cases_file,
+                   env={"HARNESS_RESULTS": str(not_a_folder)})
+    assert done.returncode == exits.EXIT_USAGE
+    assert done.stderr.strip().startswith("error: cannot write results to") and len(done.stderr.splitlines()) == 1
+    assert "internal error" not in done.stderr
+
+
+def test_a_piped_run_prints_one_line_per_finished_case(tmp_path):
+    done = harness("run", SAMPLES / "reference_call.py", SAMPLES / "wrong_output.py", "--device", "cpu",
+                   "--mode", "test")
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if ": case " in line]
+    assert [line.split(": case ")[1].split(" ")[0] for line in lines] == ["1/3", "2/3", "3/3"] * 2
+    assert all(line.endswith(": pass") for line in lines[:3]) and "fail" in lines[3]
+
+
+def test_a_hanging_submission_costs_one_limit_not_one_per_case():
+    started = time.monotonic()
+    done = harness("run", SAMPLES / "bad" / "hangs.py", "--device", "cpu", "--mode", "test", "--timeout", "10",
+                   "--json")
+    elapsed = time.monotonic() - started
+    (record,) = json.loads(done.stdout)
+    assert [case["status"] for case in record["results"]] == ["timeout", "skip", "skip"]
+    assert record["results"][1]["message"] == "not run: an earlier case timed out"
+    assert elapsed < 2 * 10 + 30, elapsed  # one limit plus start-up, not three limits
+
+
+def test_records_carry_the_git_commit_and_whether_the_checkout_was_dirty(cli_env):
+    _, cases_file = cli_env
+    assert invoke("run", str(SAMPLES / "reference_call.py"), "--device", "cpu", "--cases", cases_file).exit_code == 0
+    (record,) = ledger.read()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    assert record["git"]["commit"] == head and isinstance(record["git"]["dirty"], bool)
+
+
+def test_an_outside_file_with_a_leading_number_keeps_its_own_identity(cli_env, tmp_path):
+    _, cases_file = cli_env
+    ledger.append(local_record("submissions/001_torch_reference.py", {(1, 64): 5000.0}, number=1, numbered=True))
+    outside = tmp_path / "01_other.py"
+    shutil.copy(SAMPLES / "reference_call.py", outside)
+    assert invoke("run", str(outside), "--device", "cpu", "--cases", cases_file).exit_code == 0
+    mine = ledger.read()[-1]["submission"]
+    assert (mine["number"], mine["numbered"], mine["path"]) == (None, False, str(outside))
+    tables = scoreboard.build_tables(records.load())
+    rows = {(table.device, row.label) for table in tables for row in table.rows}
+    assert ("NVIDIA H200", "001_torch_reference") in rows and ("cpu (x86_64)", str(outside)) in rows
+    h200 = next(table for table in tables if table.device == "NVIDIA H200")
+    assert [row.means for row in h200.rows] == [{(1, 1, 64): 5000.0}]  # 001's row untouched
+
+
+def test_diff_refuses_interpreter_timings_and_says_why():
+    for number in (119, 200):
+        ledger.append(local_record(f"submissions/{number}_x.py", {(1, 64): 5e9}, number=number, numbered=True,
+                                   interpreter=True, device=CPU_DEVICE))
+    result = invoke("diff", "119", "200")
+    assert result.exit_code == exits.EXIT_USAGE
+    assert "no real timings" in result.output and "Triton interpreter" in result.output
+    forced = invoke("diff", "119", "200", "--include-interpreter")
+    assert forced.exit_code == 0 and "Triton interpreter" in forced.output
+
+
+def test_diff_fail_above_json_and_the_same_file():
+    ledger.append(local_record("submissions/119_x.py", {(4, 1024): 10000, (4, 8192): 20000}, number=119,
+                               numbered=True, sha="one"))
+    ledger.append(local_record("submissions/120_x.py", {(4, 1024): 10300, (4, 8192): 22000}, number=120,
+                               numbered=True, sha="two"))
+    assert invoke("diff", "119", "120", "--fail-above", "15").exit_code == 0
+    slower = invoke("diff", "119", "120", "--fail-above", "5")
+    assert slower.exit_code == 1 and "regression over 5%: b4 kv8k" in slower.output
+    data = json.loads(invoke("diff", "119", "120", "--json", "--fail-above", "5").output)
+    assert data["device"] == "NVIDIA H200" and data["same_file"] is False
+    assert [shape["shape"] for shape in data["shapes"]] == ["b4 kv1k", "b4 kv8k"]
+    assert data["regressions"][0].startswith("b4 kv8k") and data["geomean"]["speedup"] < 1
+    same = invoke("diff", "119", "119")
+    assert same.exit_code == 0 and "A and B are the same file" in same.output
+
+
+def test_scoreboard_leaves_interpreter_times_out_unless_asked(tmp_path):
+    ledger.append(local_record("submissions/200_x.py", {(1, 64): 5e9}, number=200, numbered=True, interpreter=True,
+                               device=CPU_DEVICE))
+    ledger.append(local_record("submissions/001_x.py", {(1, 64): 9e5}, number=1, numbered=True, device=CPU_DEVICE))
+    [table] = scoreboard.build_tables(records.load())
+    assert [row.label for row in table.rows] == ["001_x"] and table.interpreted == ["200_x"]
+    assert any("200_x passed, but their times ran through the Triton interpreter" in note for note in table.notes)
+    [shown] = scoreboard.build_tables(records.load(), include_interpreter=True)
+    assert sorted(row.label for row in shown.rows) == ["001_x", "200_x"]
+
+
+def test_chart_has_one_ranked_panel_per_device_and_plain_ticks(tmp_path):
+    ledger.append(local_record("submissions/001_x.py", {(32, 1024): 9e4, (4, 8192): 5e4, (4, 1024): 2e4},
+                               number=1, numbered=True))
+    ledger.append(local_record("submissions/001_x.py", {(4, 1024): 2e4}, number=1, numbered=True, mode="leaderboard"))
+    ledger.append(local_record("submissions/001_x.py", {(4, 1024): 9e5}, number=1, numbered=True, device=CPU_DEVICE))
+    panels = chart.ranked_panels(scoreboard.build_tables(records.load()))
+    assert sorted((panel.device, panel.mode) for panel in panels) == [("NVIDIA H200", "leaderboard"),
+                                                                      ("cpu (x86_64)", "benchmark")]
+    assert [chart.plain_number(v) for v in (1e6, 1e5, 50, 0.5)] == ["1,000,000", "100,000", "50", "0.5"]
+    assert chart.draw_chart(scoreboard.build_tables(records.load()), tmp_path / "chart.png").stat().st_size > 1000
+
+
+def test_lint_honours_no_color(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def custom_kernel(data):\n    s = 'stream'\n    return data\n")
+    coloured = CliRunner().invoke(cli.main, ["lint", str(bad)], color=True)
+    plain = CliRunner().invoke(cli.main, ["lint", str(bad)], color=True, env={"NO_COLOR": "1"})
+    assert "\x1b[" in coloured.output and "\x1b[" not in plain.output
+    assert coloured.exit_code == plain.exit_code == 1
+
+
+def test_a_piped_list_keeps_every_reason_whole():
+    done = harness("list", "--device", "cpu")
+    assert done.returncode == 0
+    assert "needs ROCm: HIP source compiled with load_inline for gfx950; this machine is cpu" in done.stdout
+
+
+def test_make_without_n_says_how():
+    done = subprocess.run(["make", "-s", "submit"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "usage: make submit N=120" in done.stderr

@@ -6,6 +6,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from harness import diff as differ
+from harness.records import usable
 from harness import ledger
 from harness.cli import main
 
@@ -28,7 +29,7 @@ def test_speedup_per_shape_and_geomean_from_the_latest_records():
     records = [record(119, {(4, 1024): 99000, (4, 8192): 99000}, finished="2026-11-29T08:00:00"),
                record(119, {(4, 1024): 20000, (4, 8192): 40000}),
                record(120, {(4, 1024): 10000, (4, 8192): 40000, (32, 1024): 5000})]
-    c = differ.compare(records, "119", "120")
+    c = differ.compare(usable(records), "119", "120")
     assert (c.device, c.mode, c.cases) == ("NVIDIA H200", "benchmark", "official")
     assert [(s.shape, s.speedup) for s in c.shapes] == [((4, 1, 1024), 2.0), ((4, 1, 8192), 1.0)]
     assert c.geomean_speedup == pytest.approx(2 ** 0.5)
@@ -42,38 +43,43 @@ def test_speedup_per_shape_and_geomean_from_the_latest_records():
     assert "geomean" in text and "28.3" in text and "20.0" in text and "1.41×" in text
 
 
-def test_the_most_recent_common_device_and_mode_wins_unless_narrowed():
+def test_the_newest_gpu_group_wins_unless_a_device_is_named():
     records = [record(1, {(4, 1024): 30000}), record(2, {(4, 1024): 10000}),
                record(1, {(1, 64): 900000}, device=CPU, cases="small", finished="2026-11-29T12:00:00"),
                record(2, {(1, 64): 300000}, device=CPU, cases="small", finished="2026-11-29T12:05:00"),
                record(2, {(4, 1024): 1000}, mode="leaderboard", finished="2026-11-29T13:00:00")]
-    latest = differ.compare(records, "1", "2")
-    assert latest.device == "cpu" and latest.geomean_speedup == pytest.approx(3.0)
-    narrowed = differ.compare(records, "1", "2", device="h200")
-    assert narrowed.device == "NVIDIA H200" and narrowed.mode == "benchmark"
-    assert narrowed.geomean_speedup == pytest.approx(3.0)
+    default = differ.compare(usable(records), "1", "2")  # CPU timings are newer, but say little about a GPU
+    assert (default.device, default.mode) == ("NVIDIA H200", "benchmark")
+    assert default.geomean_speedup == pytest.approx(3.0)
+    assert any("newer result of '1' on cpu" in line and "CPU timings" in line for line in differ.notes(default))
+    on_cpu = differ.compare(usable(records), "1", "2", device="cpu")
+    assert on_cpu.device == "cpu" and on_cpu.geomean_speedup == pytest.approx(3.0)
 
 
 def test_nothing_comparable_says_why():
     records = [record(1, {(4, 1024): 30000}), record(2, {(1, 64): 10000}, device=CPU, cases="small"),
                record(3, {}, status="fail")]
     with pytest.raises(differ.NothingComparable, match="no timed shapes in common"):
-        differ.compare(records, "1", "2")
+        differ.compare(usable(records), "1", "2")
     with pytest.raises(differ.NothingComparable, match="no timed result of submission '3'"):
-        differ.compare(records, "1", "3")
-    with pytest.raises(differ.NothingComparable, match="no timed result of submission '2' in the ledger on a "
-                                                       "device matching 'H200'"):
-        differ.compare(records, "1", "2", device="H200")
+        differ.compare(usable(records), "1", "3")
+    with pytest.raises(differ.NothingComparable, match="no timed shapes in common on the same device, mode and "
+                                                       "cases on a device matching 'H200'"):
+        differ.compare(usable(records), "1", "2", device="H200")
     with pytest.raises(differ.NothingComparable, match="in leaderboard mode"):
-        differ.compare(records, "1", "2", mode="leaderboard")
+        differ.compare(usable(records), "1", "2", mode="leaderboard")
+    only_cpu = [record(1, {(1, 64): 900000}, device=CPU, cases="small"), record(2, {(1, 64): 300000}, device=CPU,
+                                                                                 cases="small")]
+    with pytest.raises(differ.NothingComparable, match="only CPU timings.*--device cpu"):
+        differ.compare(usable(only_cpu), "1", "2")
 
 
 def test_a_path_argument_matches_the_record_of_that_file(tmp_path):
     other = tmp_path / "experiment.py"
     other.write_text("x = 1\n")
     records = [record(1, {(4, 1024): 30000}), record(None, {(4, 1024): 15000}, path=str(other))]
-    c = differ.compare(records, "1", str(other))
-    assert c.b_label == "experiment" and c.geomean_speedup == pytest.approx(2.0)
+    c = differ.compare(usable(records), "1", str(other))
+    assert c.b_label == str(other) and c.geomean_speedup == pytest.approx(2.0)  # an outside file: known by path
     assert differ.parse_ref("submissions/120_hip.py").number == 120
 
 
@@ -84,13 +90,13 @@ def test_source_diff_and_a_changed_file_warning(tmp_path):
     b.write_text("def custom_kernel(data):\n    return 2\n")
     records = [record(1, {(4, 1024): 2000}, path=str(a), sha=hashlib.sha256(a.read_bytes()).hexdigest()),
                record(2, {(4, 1024): 1000}, path=str(b), sha="recorded-before-an-edit")]
-    text, warnings = differ.source_diff(differ.compare(records, "1", "2"))
+    text, warnings = differ.source_diff(differ.compare(usable(records), str(a), str(b)))
     assert f"--- {a}" in text and f"+++ {b}" in text
     assert "-    return 1\n" in text and "+    return 2\n" in text
     assert warnings == [f"{b} changed since it was timed: the diff shows today's file"]
     b.unlink()
     with pytest.raises(differ.NothingComparable, match="cannot read"):
-        differ.source_diff(differ.compare(records, "1", "2"))
+        differ.source_diff(differ.compare(usable(records), str(a), str(b)))
 
 
 def test_cli_diff_prints_the_table_and_exits_2_when_nothing_compares():

@@ -1,5 +1,6 @@
 """protocol.py + worker.py + child.py, through real child processes on small CPU cases."""
 import importlib.util
+import time
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,10 @@ QUICK = protocol.Budgets(benchmark_warmup=protocol.Budget(3, 10e7), benchmark=pr
                          leaderboard_warmup=protocol.Budget(3, 1e7), leaderboard=protocol.Budget(4, 30e9))
 
 
-def evaluate(sample, mode, specs, tmp_path, timeout_s=120.0, secret=None):
+def evaluate(sample, mode, specs, tmp_path, timeout_s=120.0, secret=None, case_timeout_s=None):
     return protocol.evaluate(subs.from_path(SAMPLES / sample), CPU, mode, specs, cases_name="test", flush="fast",
-                             timeout_s=timeout_s, secret=secret, budgets=QUICK, log_dir=tmp_path)
+                             timeout_s=timeout_s, case_timeout_s=case_timeout_s, secret=secret, budgets=QUICK,
+                             log_dir=tmp_path)
 
 
 # -- seeds --------------------------------------------------------------------------------------
@@ -104,10 +106,12 @@ def test_a_wrong_answer_fails_test_mode(tmp_path):
     assert run.reason.startswith("case 1 (batchsize: 1; qseqlen: 1; kvseqlen: 64; seed: 11): Number of mismatched")
 
 
-def test_a_hang_and_a_crash_are_reported_and_the_next_case_still_runs(tmp_path):
-    hang = {"batchsize": 3, "qseqlen": 1, "kvseqlen": 16, "seed": 1}
-    crash = {"batchsize": 2, "qseqlen": 1, "kvseqlen": 16, "seed": 2}
-    run = evaluate("crash_and_hang.py", "test", [hang, crash, TINY], tmp_path, timeout_s=3)
+HANG = {"batchsize": 3, "qseqlen": 1, "kvseqlen": 16, "seed": 1}
+CRASH = {"batchsize": 2, "qseqlen": 1, "kvseqlen": 16, "seed": 2}
+
+
+def test_with_a_case_limit_a_hang_and_a_crash_are_reported_and_the_next_case_still_runs(tmp_path):
+    run = evaluate("crash_and_hang.py", "test", [HANG, CRASH, TINY], tmp_path, case_timeout_s=3)
     assert [(r.status, r.message) for r in run.results] == [
         ("timeout", "exceeded the 3 s case limit"),
         ("error", "killed by signal 11 (SIGSEGV)"),
@@ -115,6 +119,33 @@ def test_a_hang_and_a_crash_are_reported_and_the_next_case_still_runs(tmp_path):
     ]
     assert run.status == "error" and run.failed
     assert run.log_path.parent == tmp_path and "worker started" in run.log_path.read_text()
+
+
+def test_the_run_limit_bounds_all_cases_together_and_a_timeout_ends_the_run(tmp_path):
+    started = time.monotonic()
+    run = evaluate("crash_and_hang.py", "test", [HANG, CRASH, TINY], tmp_path, timeout_s=3)
+    assert time.monotonic() - started < 60  # one limit (plus the worker's start), not one per case
+    assert [(r.status, r.message) for r in run.results] == [
+        ("timeout", "exceeded the run's 3 s time limit (it bounds all cases of a submission together)"),
+        ("skip", "not run: an earlier case timed out"),
+        ("skip", "not run: an earlier case timed out"),
+    ]
+    assert run.status == "error"
+
+
+def test_the_run_limit_is_shared_by_the_cases(tmp_path):
+    clock = iter([0.0, 1.0, 2.5, 4.0]).__next__
+    limit = protocol.TimeLimit(3.0, clock=clock)
+    assert limit.next_call_s() == 2.0  # 1 s of the 3 already spent
+    assert limit.next_call_s() == 0.5
+    assert limit.remaining_s() == -1.0
+    capped = protocol.TimeLimit(100.0, case_s=5.0, clock=lambda: 0.0)
+    assert capped.next_call_s() == 5.0 and capped.timeout_message(5.0) == "exceeded the 5 s case limit"
+
+
+def test_case_warnings_carry_one_prefix():
+    result = protocol.CaseResult(spec=TINY, status="pass", message="WARNING: mismatch_ratio=0.02 passes\nok")
+    assert protocol.case_warnings([result]) == ["case 1: mismatch_ratio=0.02 passes"]
 
 
 def test_an_exception_names_the_submission_line_and_the_log_tail_shows_the_traceback(tmp_path):
@@ -151,7 +182,7 @@ def test_record_follows_the_ledger_schema(tmp_path):
     assert record["source"] == "local" and record["status"] == "skip"
     assert record["submission"] == {"number": None, "path": "tests/samples/aiter_decode.py",
                                     "sha256": subs.from_path(SAMPLES / "aiter_decode.py").sha256,
-                                    "requirements": ["aiter", "torch"]}
+                                    "requirements": ["aiter", "torch"], "numbered": False}
     assert record["device"] == {"name": CPU.device_name, "arch": "cpu", "backend": "cpu"}
     assert record["flush"] == "none"  # no flush on a CPU
     assert record["results"][0] == {"spec": TINY, "status": "skip", "message": run.reason, "stats": None, "notes": {}}

@@ -10,7 +10,7 @@ STATS = {"runs": 3, "mean": 20000.0, "std": 10.0, "err": 5.0, "best": 19990.0, "
 def fresh(number=1, path="submissions/001_x.py", requirements=("torch",), finished="2026-11-29T10:00:00"):
     return records.new_record(
         source="local", submission=records.SubmissionInfo(number=number, path=path, sha256="ab",
-                                                          requirements=list(requirements)),
+                                                          requirements=list(requirements), numbered=True),
         mode="benchmark", cases="official", flush="fast",
         device=records.Device(name="NVIDIA H200", arch="sm_90", backend="cuda"), versions={"torch": "2.11"},
         status="pass", reason="", results=[{"spec": SPEC, "status": "pass", "message": "", "stats": STATS, "notes": {}}],

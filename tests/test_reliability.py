@@ -54,8 +54,8 @@ EXPECTED = {
     "patches_clock_in_call.py": Expected("error", "tampered with time.perf_counter_ns"),
     "forges_reply.py": Expected("error", "forged reply"),
     "forbidden_word.py": Expected("pass", "the server would reject it", warning="FORBIDDEN_WORD"),
-    "hangs.py": Expected("error", f"exceeded the {SHORT_TIMEOUT_S} s case limit", batch="timeouts"),
-    "sleeps.py": Expected("error", f"exceeded the {SHORT_TIMEOUT_S} s case limit", batch="timeouts"),
+    "hangs.py": Expected("error", f"exceeded the run's {SHORT_TIMEOUT_S} s time limit", batch="timeouts"),
+    "sleeps.py": Expected("error", f"exceeded the run's {SHORT_TIMEOUT_S} s time limit", batch="timeouts"),
     "caches_output.py": Expected("fail", "timed call 1", warning="SHAPE_OUTPUT_REPLAY", batch="leaderboard"),
 }
 

@@ -396,7 +396,7 @@ def test_send_records_a_report(popcorn_env, monkeypatch):
     assert outcome.error is None and outcome.exit_code == 1  # delivered, but a test failed
     (record,) = ledger.read()
     assert (record["mode"], record["status"], record["source"]) == ("test", "fail", "remote")
-    assert record["submission"]["number"] == 950
+    assert (record["submission"]["number"], record["submission"]["path"]) == (None, "tests/samples/remote/950_remote_ok.py")
     assert sorted(p.name for p in outcome.report_dir.iterdir()) == ["command.txt", "report.txt", "stderr.txt",
                                                                     "stdout.txt"]
     assert (outcome.report_dir / "report.txt").read_text() == fixture("test_failure_v1315.txt")
@@ -494,7 +494,7 @@ def test_make_submit_end_to_end(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gate local test run: ok" in done.stdout and "score (public):" in done.stdout
     (call,) = standin_calls(tmp_path)
-    report_dir = next(paths.remote_dir().glob("*_950_leaderboard"))
+    report_dir = next(paths.remote_dir().glob("*_950_remote_ok_leaderboard"))
     assert call == ["submit", "--no-tui", "--leaderboard", "amd-mixed-mla", "--gpu", "MI355X", "--mode",
                     "leaderboard", "--output", str(report_dir / "report.txt"), str(path)]
     records = remote_records(tmp_path)
@@ -502,7 +502,7 @@ def test_make_submit_end_to_end(tmp_path):
     assert [(r["remote"]["run"], r["mode"], r["status"]) for r in records] == [
         ("public", "test", "pass"), ("public", "benchmark", "pass"), ("public", "leaderboard", "pass"),
         ("secret", "test", "pass"), ("secret", "benchmark", "pass"), ("secret", "leaderboard", "pass")]
-    assert {r["submission"]["number"] for r in records} == {950}
+    assert {r["submission"]["path"] for r in records} == {"tests/samples/remote/950_remote_ok.py"}
     assert records[2]["results"][7]["stats"]["mean"] == pytest.approx(2_460_000)
     board = tmp_path / "scoreboard.md"
     shown = subprocess.run(HARNESS + ["scoreboard", "--ledger", str(paths.ledger_file()), "--output", str(board),
@@ -545,7 +545,7 @@ def test_dry_run_of_a_hip_file_prints_the_command_and_sends_nothing(tmp_path):
     command = next(line for line in done.stdout.splitlines() if line.startswith("command: "))
     assert command.startswith(f"command: {STANDIN_BIN / 'popcorn-cli'} submit --no-tui --leaderboard amd-mixed-mla "
                               "--gpu MI355X --mode leaderboard --output ")
-    assert command.endswith(f"_954_leaderboard/report.txt {path}")
+    assert command.endswith(f"_954_remote_hip_leaderboard/report.txt {path}")  # an outside file: named, not numbered
     assert "gate local test run: skipped not run here: needs ROCm" in done.stdout
     assert "gate verdict: passed" in done.stdout and "nothing sent" in done.stdout
     assert standin_calls(tmp_path) == [] and ledger.read() == []

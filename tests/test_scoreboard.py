@@ -105,9 +105,11 @@ def test_baseline_setting_and_an_absent_baseline(repo):
     [table] = build(repo, baseline=119)
     assert table.baseline == "119_hybrid"
     assert [round(row.speedup, 3) for row in table.rows] == [0.5, 1.0, 2.0]
-    [table] = build(repo, baseline=7)
+    [table] = build(repo, baseline=13)  # in the ledger, but it failed: no complete result in this table
     assert table.baseline == "001_torch"
-    assert "Submission 7 has no complete result here" in board.render_table(table)
+    assert "Submission 13 has no complete result here" in board.render_table(table)
+    with pytest.raises(board.BaselineError, match="no result of submission 7"):
+        build(repo, baseline=7)
 
 
 def test_mixed_cache_flushes_are_noted(repo):
