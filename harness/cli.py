@@ -455,8 +455,7 @@ def list_submissions(device):
     table.add_column("why / how", overflow="fold")
     for sub in found:
         ok, reason = platforms.can_run(sub, here)
-        needs = ", ".join(sorted(sub.requirements))
-        table.add_row(str(sub.number), sub.path.name, needs, "[green]yes[/]" if ok else "[yellow]no[/]",
+        table.add_row(str(sub.number), sub.path.name, sub.needs_label(), "[green]yes[/]" if ok else "[yellow]no[/]",
                       escape(reason))
     console.print(table)
 

@@ -552,7 +552,8 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         warnings.append("case seeds combined with POPCORN_SEED (reports show the public seeds)")
     cases = make_cases(specs, secret)
     log_path = log_file_for(submission, mode, log_dir)
-    interpret = "triton" in submission.requirements and not platform.is_gpu
+    # An optional triton import succeeds wherever Triton is installed, so its kernels need the interpreter too.
+    interpret = "triton" in (submission.requirements | submission.optional) and not platform.is_gpu
     with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret) as worker:
         if mode == "test":
             results = run_tests(worker, cases, timeout_s, progress)

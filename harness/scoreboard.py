@@ -230,8 +230,9 @@ def requirements_of_record(record: dict, root: Path = REPO_ROOT, _cache: dict | 
     if _cache is not None and file in _cache:
         return _cache[file]
     try:
-        from harness.submission import requirements_of
-        found = requirements_of(file.read_text(encoding="utf-8", errors="replace"))
+        from harness.submission import needs_of
+        # Optional ones too: on MI355X the guarded aiter/HIP path is the one that runs.
+        found = frozenset(r.name for r in needs_of(file.read_text(encoding="utf-8", errors="replace")))
     except (OSError, ImportError):
         found = frozenset()  # file gone (or the inference module missing): nothing to flag
     if _cache is not None:

@@ -31,7 +31,7 @@ OWN = {
 }
 REQUIREMENTS = {
     "001": {"torch"},
-    "013": {"torch", "hip", "aiter"},
+    "013": {"torch", "aiter"},  # its HIP build is guarded (hip optional); the aiter fallback is not
     "014": {"torch", "aiter"},
     "119": {"torch", "triton"},
     "120": {"torch", "hip"},
