@@ -115,7 +115,7 @@ def e8m0_scale_exponent(amax: torch.Tensor) -> torch.Tensor:
 
 
 def e2m1_encode(x: torch.Tensor, rounding: str = MXFP4_ROUNDING) -> torch.Tensor:
-    """4-bit E2M1 codes (uint8) of float32 values: nearest, ties by `rounding`, saturate at 6, sign from the sign bit."""
+    """4-bit E2M1 codes (uint8) of float32 values: nearest, ties by `rounding`, saturate at 6, sign from its bit."""
     if rounding not in _TIE_GOES_UP:
         raise ValueError(f"unknown E2M1 rounding {rounding!r}: use 'away' or 'even'")
     magnitude = x.abs()
