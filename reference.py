@@ -90,9 +90,20 @@ def dequantize_fp8(x8: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 
 # E2M1 magnitudes by 3-bit code.
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
-# Code boundaries for round-half-to-even: a magnitude equal to a boundary goes to the even code.
+# Code boundaries: a magnitude above a boundary takes the next code; one exactly on it follows the tie rule.
 _E2M1_UPPER = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
-_E2M1_TIE_GOES_UP = (False, True, False, True, False, True, False)  # tie goes to the even neighbour
+# Tie rules. "away": the pinned aiter (f3be04a12a), whose bit rule ((e << 2 | m >> 21) + 1) >> 1 rounds
+# every tie up in magnitude. "even": aiter from e6af9a48 (v0.1.12+), round half to the even code.
+_TIE_GOES_UP = {
+    "away": (True,) * 7,
+    "even": (False, True, False, True, False, True, False),
+}
+MXFP4_ROUNDING = "away"  # the official runner's aiter; "even" only to compare with later aiter
+
+# The scale tensor aiter allocates: rows up to a multiple of 256, columns (blocks per row) up to a multiple
+# of 8; for the task's 576 dims that is 24 columns of which 18 are blocks.
+MXFP4_SCALE_ROW_MULTIPLE = 256
+MXFP4_SCALE_COLUMN_MULTIPLE = 8
 
 
 def e8m0_scale_exponent(amax: torch.Tensor) -> torch.Tensor:
@@ -103,11 +114,13 @@ def e8m0_scale_exponent(amax: torch.Tensor) -> torch.Tensor:
     return exponent.clamp(-127, 127).to(torch.int32)
 
 
-def e2m1_encode(x: torch.Tensor) -> torch.Tensor:
-    """4-bit E2M1 codes (uint8) of float32 values: round half to even, saturate at 6, sign from the sign bit."""
+def e2m1_encode(x: torch.Tensor, rounding: str = MXFP4_ROUNDING) -> torch.Tensor:
+    """4-bit E2M1 codes (uint8) of float32 values: nearest, ties by `rounding`, saturate at 6, sign from its bit."""
+    if rounding not in _TIE_GOES_UP:
+        raise ValueError(f"unknown E2M1 rounding {rounding!r}: use 'away' or 'even'")
     magnitude = x.abs()
     code = torch.zeros(x.shape, dtype=torch.uint8, device=x.device)
-    for boundary, tie_up in zip(_E2M1_UPPER, _E2M1_TIE_GOES_UP):
+    for boundary, tie_up in zip(_E2M1_UPPER, _TIE_GOES_UP[rounding]):
         above = magnitude >= boundary if tie_up else magnitude > boundary
         code += above.to(torch.uint8)
     sign = torch.signbit(x).to(torch.uint8) << 3
@@ -135,36 +148,52 @@ def _as_e8m0(scales: torch.Tensor) -> torch.Tensor:
     return scales.view(torch.float8_e8m0fnu) if hasattr(torch, "float8_e8m0fnu") else scales
 
 
-def quantize_mxfp4(x: torch.Tensor, padded_scales: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """MXFP4 of x (..., N): fp4x2 data (..., N/2) and e8m0 scales (rows, N/32), rows = numel / N.
+def mxfp4_scale_shape(rows: int, blocks_per_row: int) -> tuple[int, int]:
+    """Shape of aiter's scale tensor: (cdiv(rows, 256) * 256, cdiv(blocks_per_row, 8) * 8), e.g. (256, 24)."""
+    padded_rows = -(-rows // MXFP4_SCALE_ROW_MULTIPLE) * MXFP4_SCALE_ROW_MULTIPLE
+    return padded_rows, -(-blocks_per_row // MXFP4_SCALE_COLUMN_MULTIPLE) * MXFP4_SCALE_COLUMN_MULTIPLE
 
-    padded_scales reproduces older aiter's layout (rows up to a multiple of 256, 24 columns, padding
-    bytes 255 = NaN): the official reference reads only the [:rows, :N/32] corner, so must submissions.
+
+def _unwritten_bytes(count: int, device: torch.device) -> torch.Tensor:
+    """Fresh random bytes on every call (not from any seeded generator), standing in for torch.empty's garbage."""
+    if count == 0:
+        return torch.empty(0, dtype=torch.uint8, device=device)
+    return torch.frombuffer(bytearray(os.urandom(count)), dtype=torch.uint8).to(device)
+
+
+def quantize_mxfp4(x: torch.Tensor, rounding: str = MXFP4_ROUNDING) -> tuple[torch.Tensor, torch.Tensor]:
+    """aiter's dynamic_mxfp4_quant of x (..., N): fp4x2 data (..., N/2) and its e8m0 scale tensor.
+
+    The scales come in aiter's layout, mxfp4_scale_shape: (cdiv(rows, 256) * 256, 24) for N = 576, with
+    rows = numel / N. The first rows rows are written in full (columns N/32.. hold 0x00: aiter quantizes
+    them as empty blocks, scale -127, which wraps to 0); the rows past them are never written, so they
+    hold bytes that change from call to call. Readers use the corner [:rows, :N/32] and the row stride.
     """
     n = x.shape[-1]
     assert n % MXFP4_BLOCK == 0, f"last dim {n} is not a multiple of {MXFP4_BLOCK}"
+    blocks_per_row = n // MXFP4_BLOCK
     rows = x.numel() // n
-    blocks = x.reshape(rows, n // MXFP4_BLOCK, MXFP4_BLOCK).to(torch.float32)
+    blocks = x.reshape(rows, blocks_per_row, MXFP4_BLOCK).to(torch.float32)
     exponent = e8m0_scale_exponent(blocks.abs().amax(dim=-1, keepdim=True))
     scaled = blocks * torch.ldexp(torch.ones_like(blocks[..., :1]), -exponent)
-    codes = e2m1_encode(scaled).reshape(rows, n)
+    codes = e2m1_encode(scaled, rounding).reshape(rows, n)
     packed = codes[:, 0::2] | (codes[:, 1::2] << 4)  # low nibble = even index
-    scale_bytes = (exponent.squeeze(-1) + 127).to(torch.uint8)
-    if padded_scales:
-        padded = torch.full((-(-rows // 256) * 256, 24), 255, dtype=torch.uint8, device=x.device)
-        padded[:rows, : n // MXFP4_BLOCK] = scale_bytes
-        scale_bytes = padded
+    padded_rows, columns = mxfp4_scale_shape(rows, blocks_per_row)
+    scale_bytes = torch.empty((padded_rows, columns), dtype=torch.uint8, device=x.device)
+    scale_bytes[:rows] = 0  # aiter writes every column of these rows; the ones past the blocks get 0x00
+    scale_bytes[:rows, :blocks_per_row] = (exponent.squeeze(-1) + 127).to(torch.uint8)
+    scale_bytes[rows:] = _unwritten_bytes((padded_rows - rows) * columns, x.device).reshape(-1, columns)
     return _as_fp4x2(packed.reshape(*x.shape[:-1], n // 2)), _as_e8m0(scale_bytes)
 
 
 def dequantize_mxfp4(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """float32 values (..., 2 * packed.shape[-1]) of MXFP4 data; reads only the scale corner it needs."""
+    """float32 values (..., 2 * packed.shape[-1]) of MXFP4 data; reads only the [:rows, :N/32] scale corner."""
     raw = packed.contiguous().view(torch.uint8)
     n = raw.shape[-1] * 2
     rows = raw.numel() * 2 // n
     codes = torch.stack((raw & 0xF, raw >> 4), dim=-1).reshape(rows, n // MXFP4_BLOCK, MXFP4_BLOCK)
-    block_scales = e8m0_decode(scales)[:rows, : n // MXFP4_BLOCK]
-    values = e2m1_decode(codes) * block_scales.unsqueeze(-1)
+    corner = scales.view(torch.uint8)[:rows, : n // MXFP4_BLOCK]  # a view: the row stride stays the tensor's own
+    values = e2m1_decode(codes) * e8m0_decode(corner).unsqueeze(-1)
     return values.reshape(*raw.shape[:-1], n)
 
 
@@ -180,11 +209,12 @@ def generate_input(
     *,
     device: torch.device | str | None = None,
     kv_seq_lens: list[int] | None = None,
-    mxfp4_padded_scales: bool = False,
 ) -> input_t:
     """The official input structure: q and bf16 KV drawn with randn from a seeded generator, fp8 and mxfp4 from the bf16 KV.
 
     kv_seq_lens gives every sequence its own KV length (uneven segments); kvseqlen then only fills config.
+    The mxfp4 scales have aiter's padded layout (quantize_mxfp4): their pad rows differ on every call,
+    even with the same seed, so a kernel that reads them is caught.
     """
     device = torch.device(device) if device is not None else default_device()
     lens = list(kv_seq_lens) if kv_seq_lens is not None else [kvseqlen] * batchsize
@@ -198,7 +228,7 @@ def generate_input(
     kv_data = {
         "bf16": kv_bf16,
         "fp8": quantize_fp8(kv_bf16),
-        "mxfp4": quantize_mxfp4(kv_bf16, padded_scales=mxfp4_padded_scales),
+        "mxfp4": quantize_mxfp4(kv_bf16),
     }
     qo_indptr = torch.arange(batchsize + 1, dtype=torch.int32, device=device) * qseqlen
     kv_indptr = torch.tensor([0] + lens, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)

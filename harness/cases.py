@@ -12,8 +12,8 @@ from harness.paths import TASK_YML
 
 
 REQUIRED_KEYS = ("batchsize", "qseqlen", "kvseqlen", "seed")
-# generate_input's keyword options a spec may also carry (uneven segments, padded MXFP4 scales).
-OPTIONAL_KEYS = ("kv_seq_lens", "mxfp4_padded_scales")
+# generate_input's keyword options a spec may also carry (uneven segments).
+OPTIONAL_KEYS = ("kv_seq_lens",)
 MODES = ("test", "benchmark", "leaderboard", "profile")
 
 # CPU-friendly cases; the last crosses submission 119's bmm/Triton threshold (kv * qseq > 4096).
@@ -138,8 +138,6 @@ def validate(spec: object, where: str = "case") -> dict:
             isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in lens
         ):
             raise CaseError(f"{where}: kv_seq_lens must list {spec['batchsize']} positive integers")
-    if "mxfp4_padded_scales" in spec and not isinstance(spec["mxfp4_padded_scales"], bool):
-        raise CaseError(f"{where}: mxfp4_padded_scales must be true or false")
     ordered = {key: spec[key] for key in REQUIRED_KEYS}
     ordered.update({key: spec[key] for key in OPTIONAL_KEYS if key in spec})
     return ordered

@@ -111,7 +111,7 @@ def submission_lines(found: list, here, can_run) -> list[str]:
     lines = [f"submissions · this machine: {here.describe()}"]
     for sub in found:
         ok, reason = can_run(sub, here)
-        lines.append(f"{sub.number} {sub.path.name}: needs {', '.join(sorted(sub.requirements))}; "
+        lines.append(f"{sub.number} {sub.path.name}: needs {sub.needs_label()}; "
                      f"runs here: {'yes' if ok else 'no'}" + (f"; {reason}" if reason else ""))
     return lines
 
@@ -123,7 +123,7 @@ def submissions_table(found: list, here, can_run) -> Table:
     table.add_column("why / how", overflow="fold")
     for sub in found:
         ok, reason = can_run(sub, here)
-        table.add_row(str(sub.number), sub.path.name, ", ".join(sorted(sub.requirements)),
+        table.add_row(str(sub.number), sub.path.name, sub.needs_label(),
                       "[green]yes[/]" if ok else "[yellow]no[/]", escape(reason))
     return table
 

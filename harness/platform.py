@@ -98,7 +98,10 @@ def detect(device: str = "auto") -> Platform:
 
 
 def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
-    """(True, note) when this platform can run the submission, else (False, what is missing and what this machine is)."""
+    """(True, note) when this platform can run the submission, else (False, what is missing and what this machine is).
+
+    Only hard requirements stop a run; a missing optional one goes into the note (the file's fallback runs).
+    """
     needs = submission.requirements
     here = f"this machine is {platform.describe()}"
     if "hip" in needs:
@@ -112,10 +115,21 @@ def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
             return False, f"needs AMD aiter, which runs only on ROCm; {here}"
         if platform.versions.get("aiter") is None:
             return False, f"needs AMD aiter, which is not installed; {here}"
-    if "triton" in needs:
-        if platform.versions.get("triton") is None:
-            return False, f"needs Triton, which is not installed; {here}"
-        if platform.backend == "cpu":
-            return True, "Triton kernels run through the interpreter (TRITON_INTERPRET=1)"
-    return True, ""
+    if "triton" in needs and platform.versions.get("triton") is None:
+        return False, f"needs Triton, which is not installed; {here}"
+    notes = [f"{name} (optional) is not available here: its fallback path runs"
+             for name in sorted(submission.optional) if not _available(name, platform)]
+    uses_triton = "triton" in needs or ("triton" in submission.optional and _available("triton", platform))
+    if uses_triton and platform.backend == "cpu":
+        notes.append("Triton kernels run through the interpreter (TRITON_INTERPRET=1)")
+    return True, "; ".join(notes)
+
+
+def _available(name: str, platform: Platform) -> bool:
+    """Whether an optional requirement can work here (its guarded path is the one that runs)."""
+    if name == "hip":
+        return platform.backend == "rocm"
+    if name == "aiter":
+        return platform.backend == "rocm" and platform.versions.get("aiter") is not None
+    return platform.versions.get(name) is not None
 

@@ -336,7 +336,8 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         warnings.append("case seeds combined with POPCORN_SEED (reports show the public seeds)")
     cases = make_cases(specs, secret)
     log_path = log_file_for(submission, mode, log_dir)
-    interpret = "triton" in submission.requirements and not platform.is_gpu
+    # An optional triton import succeeds wherever Triton is installed, so its kernels need the interpreter too.
+    interpret = "triton" in (submission.requirements | submission.optional) and not platform.is_gpu
     limit = TimeLimit(timeout_s, case_timeout_s)
     if interpret:
         budgets = interpreter_budgets(budgets)
@@ -369,7 +370,8 @@ def record(run: RunResult, checkout: dict | None = None) -> records.Record:
     return records.new_record(
         source="local",
         submission=records.SubmissionInfo(number=sub.number, path=paths.in_repository(sub.path), sha256=sub.sha256,
-                                          requirements=sorted(sub.requirements), numbered=sub.numbered),
+                                          requirements=sorted(sub.requirements), optional=sorted(sub.optional),
+                                          numbered=sub.numbered),
         mode=run.mode, cases=run.cases, flush=run.flush, device=run.platform.record_device(),
         versions=run.platform.versions, status=run.status, reason=run.reason,
         results=[result.record() for result in run.results], warnings=run.warnings,

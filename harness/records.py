@@ -22,7 +22,8 @@ class SubmissionInfo(TypedDict):
     number: int | None        # NNN of submissions/NNN_slug.py, None for any other file
     path: str                 # relative to the repository when inside it
     sha256: str               # of the file as it was run
-    requirements: list[str]   # what it needs: torch, triton, hip, aiter (harness/submission.py)
+    requirements: list[str]   # what it cannot run without: torch, triton, hip, aiter (harness/submission.py)
+    optional: list[str]       # what it uses only where present (guarded imports and builds)
     numbered: bool            # one of this repository's submissions/NNN_slug.py; else an outside file, known by path and hash
 
 
@@ -86,13 +87,13 @@ class MalformedRecordWarning(UserWarning):
     """A ledger line that is valid JSON but not a record this harness can read."""
 
 
-def _requirements_from_file(path: str, root: Path) -> list[str]:
+def _requirements_from_file(path: str, root: Path) -> list:
     """Older records do not carry requirements: read them from the file, when it is still there."""
-    from harness.submission import requirements_of
+    from harness.submission import needs_of
 
     file = Path(path) if Path(path).is_absolute() else Path(root) / path
     try:
-        return sorted(requirements_of(file.read_text(encoding="utf-8", errors="replace")))
+        return sorted(needs_of(file.read_text(encoding="utf-8", errors="replace")))
     except OSError:
         return []
 
@@ -114,10 +115,12 @@ def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None 
     """The record with every field present and typed; ValueError (or KeyError/TypeError) when it cannot be."""
     sub = dict(raw["submission"])
     path = str(sub.get("path") or "")
-    requirements = sub.get("requirements")
+    requirements, optional = sub.get("requirements"), sub.get("optional")
     if requirements is None:
         cache = {} if _requirements_cache is None else _requirements_cache
-        requirements = cache.setdefault(path, _requirements_from_file(path, root) if path else [])
+        needs = cache.setdefault(path, _requirements_from_file(path, root) if path else [])
+        requirements = [need.name for need in needs if not need.optional]
+        optional = [need.name for need in needs if need.optional]
     device = raw["device"]
     if raw.get("source", "local") not in SOURCES:
         raise ValueError(f"unknown source {raw.get('source')!r}")
@@ -132,7 +135,7 @@ def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None 
         source=raw.get("source", "local"),
         submission=SubmissionInfo(number=sub.get("number") if numbered else None, path=path,
                                   sha256=str(sub.get("sha256") or ""), requirements=sorted(requirements),
-                                  numbered=bool(numbered)),
+                                  optional=sorted(optional or []), numbered=bool(numbered)),
         mode=str(raw["mode"]), cases=str(raw.get("cases", "?")), flush=str(raw.get("flush") or "none"),
         device=Device(name=str(device.get("name", "unknown device")), arch=str(device.get("arch", "")),
                       backend=str(device.get("backend", ""))),

@@ -177,7 +177,8 @@ class Plan:
 
 def _submission_info(submission) -> records.SubmissionInfo:
     return records.SubmissionInfo(number=submission.number, path=paths.in_repository(submission.path),
-                                  sha256=submission.sha256, requirements=sorted(submission.requirements))
+                                  sha256=submission.sha256, requirements=sorted(submission.requirements),
+                                  optional=sorted(submission.optional), numbered=submission.numbered)
 
 
 def plan(argument: str, *, mode: str = "leaderboard", leaderboard: str | None = None, gpu: str | None = None,

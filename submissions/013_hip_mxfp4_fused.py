@@ -12,7 +12,8 @@ Design ("v13"):
   16 x 6), the 4 wave sums meet in LDS, and every thread runs the 16 online softmaxes and accumulates
   its two value dims;
 - two stages: split over the KV length, then a merge kernel combines the splits exactly.
-Only the [:rows, :18] corner of the scale tensor is read, so older aiter's padded layout works too.
+Only the [:rows, :18] corner of the scale tensor is read, with the tensor's own row stride (24 in aiter's
+(cdiv(rows, 256) * 256, 24) layout); its pad rows and columns 18..23 are never touched.
 If the HIP build fails, or the query has more than one token per sequence, aiter's fp8 path runs.
 """
 import os
@@ -307,7 +308,7 @@ def workspace_shapes(batch: int, num_splits: int) -> dict:
 
 
 def mxfp4_operands(kv_mxfp4: tuple, total_kv: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(packed uint8 (total_kv, 288), scales uint8 (total_kv, >= 18)) - the corner the kernel reads."""
+    """(packed uint8 (total_kv, 288), scales uint8 (total_kv, >= 18), row stride kept): what the kernel reads."""
     packed, scales = kv_mxfp4
     packed = packed.reshape(total_kv, -1).view(torch.uint8)
     scales = scales.view(torch.uint8).reshape(scales.shape[0], -1)[:total_kv]

@@ -10,7 +10,7 @@ Design, in the order the work happens:
 - MXFP4: dequantization fused into the loop (fp16 bit trick: code bits at fp16 bits 15 and 11..9
   give value x 2^-14, the 2^14 folded into the e8m0 scale built as fp32 bits), one 128-dim chunk at a
   time; optionally the scores come from tl.dot_scaled on the packed bytes (QK_SCALED). Reads only the
-  [:rows, :18] corner of the scales, with their real row stride (18, or 24 in the older padded layout).
+  [:rows, :18] corner of the scales, with their real row stride (24 in aiter's padded layout).
 - fp8: scores by an fp8 dot (Q quantized per head in the kernel), values upcast to bf16 per chunk.
 - One split per sequence writes bf16 straight to the output; several write a normalized fp32
   partial and its log2-sum-exp, merged by a small reduce kernel. The split count comes from the
@@ -350,7 +350,7 @@ def mla_decode(data: input_t, kv_format: str = DEFAULT_KV_FORMAT, **tuning) -> o
         packed, scales = kv_data["mxfp4"]
         kv = packed.view(torch.uint8).reshape(packed.shape[0], QK_DIM // 2)
         kv_scale = scales.view(torch.uint8)
-        scale_stride = kv_scale.stride(0)  # 18, or 24 in the older padded layout
+        scale_stride = kv_scale.stride(0)  # 24 in aiter's (cdiv(M, 256) * 256, 24) layout; never assumed
     elif kv_format == "fp8":
         kv8, kv_scale = kv_data["fp8"]
         kv = kv8.reshape(kv8.shape[0], QK_DIM)

@@ -38,10 +38,10 @@ def test_case_time_limits_follow_task_yml():
 def test_eval_style_lines_in_any_key_order(tmp_path):
     path = tmp_path / "cases.txt"
     path.write_text("# two shapes\nseed: 4217; qseqlen: 1; kvseqlen: 1024; batchsize: 4\n\n"
-                    "batchsize: 2; qseqlen: 1; kvseqlen: 64; seed: -5; mxfp4_padded_scales: true\n")
+                    "batchsize: 2; qseqlen: 1; kvseqlen: 64; seed: -5\n")
     assert cases.load(str(path), "benchmark") == [
         {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217},
-        {"batchsize": 2, "qseqlen": 1, "kvseqlen": 64, "seed": -5, "mxfp4_padded_scales": True},
+        {"batchsize": 2, "qseqlen": 1, "kvseqlen": 64, "seed": -5},
     ]
 
 
@@ -82,6 +82,5 @@ def test_missing_cases_file_is_named():
 def test_spec_line_is_the_official_test_line_format():
     assert cases.spec_line({"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4220}) == \
         "batchsize: 4; qseqlen: 1; kvseqlen: 1024; seed: 4220"
-    line = cases.spec_line({"batchsize": 2, "qseqlen": 1, "kvseqlen": 64, "seed": 1, "mxfp4_padded_scales": False})
-    assert cases.parse_eval_lines(line) == [
-        {"batchsize": 2, "qseqlen": 1, "kvseqlen": 64, "seed": 1, "mxfp4_padded_scales": False}]
+    line = cases.spec_line({"batchsize": 2, "qseqlen": 1, "kvseqlen": 64, "seed": 1})
+    assert cases.parse_eval_lines(line) == [{"batchsize": 2, "qseqlen": 1, "kvseqlen": 64, "seed": 1}]

@@ -91,7 +91,7 @@ def local_record(path, means, *, number=None, numbered=False, interpreter=False,
                 "stats": {"runs": 3, "mean": mean, "std": 1.0, "err": 1.0, "best": mean, "worst": mean}, "notes": {}}
                for (b, kv), mean in means.items()]
     return records.new_record(source="local", submission=records.SubmissionInfo(
-        number=number, path=path, sha256=sha, requirements=["torch", "triton"], numbered=numbered), mode=mode,
+        number=number, path=path, sha256=sha, requirements=["torch", "triton"], optional=[], numbered=numbered), mode=mode,
         cases="official", flush="fast", device=device, versions={}, status="pass", reason="", results=results,
         warnings=[], started=finished, finished=finished, interpreter=interpreter)
 

@@ -182,7 +182,8 @@ def test_record_follows_the_ledger_schema(tmp_path):
     assert record["source"] == "local" and record["status"] == "skip"
     assert record["submission"] == {"number": None, "path": "tests/samples/aiter_decode.py",
                                     "sha256": subs.from_path(SAMPLES / "aiter_decode.py").sha256,
-                                    "requirements": ["aiter", "torch"], "numbered": False}
+                                    "requirements": ["aiter", "torch"], "optional": [],
+                                    "numbered": False}
     assert record["device"] == {"name": CPU.device_name, "arch": "cpu", "backend": "cpu"}
     assert record["flush"] == "none"  # no flush on a CPU
     assert record["results"][0] == {"spec": TINY, "status": "skip", "message": run.reason, "stats": None, "notes": {}}

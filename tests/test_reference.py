@@ -10,15 +10,15 @@ import reference as ref
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 
 
-def mxfp4_codes(values, padded=False):
-    """Quantize one row of 32*k bf16-exact values; return (list of 4-bit codes, list of scale bytes)."""
+def mxfp4_codes(values, rounding=ref.MXFP4_ROUNDING):
+    """Quantize one row of 32*k bf16-exact values; return (list of 4-bit codes, list of its block scale bytes)."""
     x = torch.tensor(values, dtype=torch.bfloat16).reshape(1, 1, -1)
-    packed, scales = ref.quantize_mxfp4(x, padded_scales=padded)
+    packed, scales = ref.quantize_mxfp4(x, rounding=rounding)
     raw = packed.view(torch.uint8).reshape(-1).tolist()
     codes = []
     for byte in raw:
         codes += [byte & 0xF, byte >> 4]
-    return codes, scales.view(torch.uint8).reshape(-1).tolist()
+    return codes, scales.view(torch.uint8)[0, : len(values) // 32].tolist()
 
 
 def block(*head):
@@ -36,11 +36,29 @@ def test_all_zero_block_has_zero_codes_and_scale_byte_zero():
     assert scales == [0]  # unbiased -127 (log2 of 0 clamped) + 127
 
 
-def test_ties_round_half_to_even():
+TIES = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
+
+
+def test_ties_round_away_from_zero():
     # amax 6.0 = 1.5 * 2^2 (mantissa 0.5 < 0.75, no round-up) -> scale 2^(2-2) = 1: values are unscaled.
-    codes, scales = mxfp4_codes(block(6.0, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0))
+    codes, scales = mxfp4_codes(block(6.0, *TIES, *(-t for t in TIES)))
     assert scales == [127]
-    assert codes[:8] == [7, 0, 2, 2, 4, 4, 6, 6]  # 6, 0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4
+    # 0.25->0.5, 0.75->1, 1.25->1.5, 1.75->2, 2.5->3, 3.5->4, 5->6: always the larger magnitude
+    assert codes[:8] == [7, 1, 2, 3, 4, 5, 6, 7]
+    assert codes[8:15] == [8 | c for c in (1, 2, 3, 4, 5, 6, 7)]
+
+
+def test_ties_round_half_to_even_as_later_aiter_does():
+    codes, scales = mxfp4_codes(block(6.0, *TIES, *(-t for t in TIES)), rounding="even")
+    assert scales == [127]
+    assert codes[:8] == [7, 0, 2, 2, 4, 4, 6, 6]  # 0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4
+    assert codes[8:15] == [8 | c for c in (0, 2, 2, 4, 4, 6, 6)]
+
+
+def test_official_rounding_is_away_and_unknown_rules_are_refused():
+    assert ref.MXFP4_ROUNDING == "away"
+    with pytest.raises(ValueError, match="unknown E2M1 rounding"):
+        ref.quantize_mxfp4(torch.zeros(1, 32), rounding="nearest")
 
 
 def test_just_off_ties_round_to_nearest():
@@ -73,7 +91,7 @@ def test_amax_mantissa_below_and_at_three_quarters():
     # 1.75 = 1.11b: mantissa 0.75 rounds up to 2.0: exponent 1 - 2 = -1 -> byte 126.
     codes, scales = mxfp4_codes(block(1.75))
     assert scales == [126]
-    assert codes[0] == 6  # 1.75 * 2 = 3.5 ties to 4.0
+    assert codes[0] == 6  # 1.75 * 2 = 3.5: a tie, away from zero to 4.0
     codes, scales = mxfp4_codes(block(1.7578125))
     assert scales == [126]
 
@@ -100,15 +118,50 @@ def test_e8m0_decode_special_bytes():
     assert decoded[3] != decoded[3]  # NaN
 
 
-def test_padded_scale_layout_reads_the_same_corner():
+# ---------------------------------------------------------------------------
+# MXFP4 scale layout: aiter's (cdiv(rows, 256) * 256, 24), pad rows never written
+# ---------------------------------------------------------------------------
+
+def test_scale_tensor_has_aiters_padded_layout():
     x = torch.randn(300, 1, 576, dtype=torch.bfloat16)
-    packed, trimmed = ref.quantize_mxfp4(x)
-    packed_p, padded = ref.quantize_mxfp4(x, padded_scales=True)
-    assert trimmed.shape == (300, 18)
-    assert padded.shape == (512, 24)
-    assert torch.equal(padded.view(torch.uint8)[:300, :18], trimmed.view(torch.uint8))
-    assert (padded.view(torch.uint8)[300:] == 255).all() and (padded.view(torch.uint8)[:, 18:] == 255).all()
-    assert torch.equal(ref.dequantize_mxfp4(packed, trimmed), ref.dequantize_mxfp4(packed_p, padded))
+    packed, scales = ref.quantize_mxfp4(x)
+    assert packed.shape == (300, 1, 288)
+    assert scales.shape == (512, 24) and scales.stride() == (24, 1)
+    raw = scales.view(torch.uint8)
+    assert (raw[:300, 18:] == 0).all()  # written by aiter as empty blocks: scale -127 wraps to 0x00
+    assert ((raw[:300, :18] > 100) & (raw[:300, :18] < 140)).all()  # randn blocks: scales near 2^0
+    assert ref.quantize_mxfp4(torch.randn(256, 576))[1].shape == (256, 24)  # no pad rows
+    assert ref.mxfp4_scale_shape(1, 3) == (256, 8)  # columns round up to a multiple of 8 in general
+
+
+def test_pad_rows_change_between_calls_while_the_meaningful_bytes_do_not():
+    first = ref.generate_input(3, 1, 100, seed=7, device="cpu")
+    second = ref.generate_input(3, 1, 100, seed=7, device="cpu")
+    (packed_a, scales_a), (packed_b, scales_b) = first[1]["mxfp4"], second[1]["mxfp4"]
+    a, b = scales_a.view(torch.uint8), scales_b.view(torch.uint8)
+    assert a.shape == b.shape == (512, 24)
+    assert torch.equal(packed_a.view(torch.uint8), packed_b.view(torch.uint8))
+    assert torch.equal(a[:300], b[:300])  # all 24 columns of the first M rows
+    assert not torch.equal(a[300:], b[300:])  # garbage, fresh every call
+
+
+def test_dequantize_and_ref_kernel_ignore_pad_bytes():
+    data = ref.generate_input(2, 1, 70, seed=3, device="cpu")
+    packed, scales = data[1]["mxfp4"]
+    rows = 140
+    expected = ref.dequantize_mxfp4(packed, scales)
+    for fill in (0x00, 0x7F, 0xFF):
+        poisoned = scales.view(torch.uint8).clone()
+        poisoned[rows:] = fill
+        poisoned[:, 18:] = fill
+        assert torch.equal(ref.dequantize_mxfp4(packed, poisoned), expected)
+    compact = scales.view(torch.uint8)[:rows, :18].contiguous()  # row stride 18 instead of 24
+    assert torch.equal(ref.dequantize_mxfp4(packed, compact), expected)
+    reference_out = ref.ref_kernel(data)
+    poisoned = scales.view(torch.uint8).clone()
+    poisoned[rows:] = 0xFF
+    kv = dict(data[1], mxfp4=(packed, poisoned))
+    assert torch.equal(ref.ref_kernel((data[0], kv, *data[2:])), reference_out)
 
 
 # ---------------------------------------------------------------------------
@@ -119,8 +172,8 @@ def _f32_bits(value: float) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
-def plain_mxfp4_block(values: list[float]) -> tuple[list[int], int]:
-    """Per-element MXFP4 of one block: exponent from amax's bits, nearest E2M1 value, ties to even code."""
+def plain_mxfp4_block(values: list[float], rounding: str = "away") -> tuple[list[int], int]:
+    """Per-element MXFP4 of one block: exponent from amax's bits, nearest E2M1 value, ties away or to even."""
     amax = max(abs(v) for v in values)
     rounded = (_f32_bits(amax) + 0x200000) & 0x7F800000
     exponent = -127 if rounded == 0 else max(-127, min(127, (rounded >> 23) - 127 - 2))
@@ -136,6 +189,8 @@ def plain_mxfp4_block(values: list[float]) -> tuple[list[int], int]:
                 code = i - 1
             elif a - lo > hi - a:
                 code = i
+            elif rounding == "away":
+                code = i
             else:
                 code = i - 1 if (i - 1) % 2 == 0 else i
         sign = 8 if struct.pack("<f", v)[3] & 0x80 else 0
@@ -143,19 +198,20 @@ def plain_mxfp4_block(values: list[float]) -> tuple[list[int], int]:
     return codes, exponent + 127
 
 
-def test_mxfp4_matches_plain_implementation_on_a_million_values():
+@pytest.mark.parametrize("rounding, values", [("away", 1_000_000), ("even", 50_000)])
+def test_mxfp4_matches_plain_implementation(rounding, values):
     gen = torch.Generator().manual_seed(2026)
-    x = torch.randn(1_000_000 // 576 + 1, 1, 576, generator=gen, dtype=torch.bfloat16)
+    x = torch.randn(values // 576 + 1, 1, 576, generator=gen, dtype=torch.bfloat16)
     x[::7] *= 37.0  # spread the block exponents
     x[3, 0, :32] = 0.0  # an all-zero block
-    packed, scales = ref.quantize_mxfp4(x)
+    packed, scales = ref.quantize_mxfp4(x, rounding=rounding)
     raw = packed.view(torch.uint8).reshape(-1).tolist()
     got_codes = [c for byte in raw for c in (byte & 0xF, byte >> 4)]
-    got_scales = scales.view(torch.uint8).reshape(-1).tolist()
+    got_scales = scales.view(torch.uint8)[: x.shape[0], :18].reshape(-1).tolist()
     flat = x.to(torch.float32).reshape(-1).tolist()
-    assert len(flat) >= 1_000_000
+    assert len(flat) >= values
     for b in range(len(flat) // 32):
-        codes, scale = plain_mxfp4_block(flat[32 * b: 32 * b + 32])
+        codes, scale = plain_mxfp4_block(flat[32 * b: 32 * b + 32], rounding)
         assert got_scales[b] == scale, f"block {b}"
         assert got_codes[32 * b: 32 * b + 32] == codes, f"block {b}"
 
@@ -214,7 +270,7 @@ def test_generate_input_structure_matches_the_official_one():
     assert kv8.shape == (120, 1, 576) and kv8.dtype == torch.float8_e4m3fn and scale.shape == (1,)
     fp4, e8m0 = kv["mxfp4"]
     assert fp4.shape == (120, 1, 288) and fp4.dtype == torch.float4_e2m1fn_x2
-    assert e8m0.shape == (120, 18) and e8m0.dtype == torch.float8_e8m0fnu
+    assert e8m0.shape == (256, 24) and e8m0.dtype == torch.float8_e8m0fnu  # aiter's padded layout
     assert qo.tolist() == [0, 1, 2, 3] and kvp.tolist() == [0, 40, 80, 120]
     assert qo.dtype == kvp.dtype == torch.int32
     assert config["sm_scale"] == pytest.approx(576 ** -0.5) and config["kv_seq_len"] == 40

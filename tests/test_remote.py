@@ -236,7 +236,7 @@ def test_json_summary_generation_has_exact_scores_and_no_timings():
 
 def context(mode="leaderboard"):
     return remote.SendContext({"number": 950, "path": "tests/samples/remote/950_remote_ok.py", "sha256": "ab",
-                               "requirements": ["torch"]},
+                               "requirements": ["torch"], "optional": [], "numbered": False},
                               mode, "amd-mixed-mla", "MI355X", "results/remote/x", "2026-04-06T21:00:00+00:00",
                               "1.3.15")
 

@@ -1,14 +1,19 @@
 """submission.py and platform.py: finding files, reading what they need, and why a machine cannot run one."""
 import hashlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from harness import ledger
 from harness import platform as platforms
 from harness import submission as subs
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
+REPO = SAMPLES.parent.parent
 
 H200 = platforms.Platform(backend="cuda", device_name="NVIDIA H200", arch="sm_90",
                           versions={"torch": "2.11", "triton": "3.6.0", "aiter": None})
@@ -22,21 +27,27 @@ CPU_NO_TRITON = platforms.Platform(backend="cpu", device_name="cpu (x86_64)", ar
                                    versions={"torch": "2.13", "triton": None, "aiter": None})
 
 
-@pytest.mark.parametrize("sample, needs", [
-    ("reference_call.py", {"torch"}),
-    ("triton_interpreted.py", {"torch", "triton"}),
-    ("hip_inline.py", {"torch", "hip"}),
-    ("aiter_decode.py", {"torch", "aiter"}),
+@pytest.mark.parametrize("sample, needs, label", [
+    ("reference_call.py", {"torch"}, "torch"),
+    ("triton_interpreted.py", {"torch", "triton"}, "torch, triton"),
+    ("hip_inline.py", {"torch", "hip"}, "hip, torch"),
+    ("aiter_decode.py", {"torch", "aiter"}, "aiter, torch"),  # a hard import: skipped without aiter
+    ("aiter_guarded_try.py", {"torch"}, "aiter (optional), torch"),
+    ("aiter_guarded_find_spec.py", {"torch"}, "aiter (optional), torch"),
+    ("aiter_guarded_rocm_branch.py", {"torch"}, "aiter (optional), torch"),
 ])
-def test_requirements_of_sample_files(sample, needs):
-    assert subs.from_path(SAMPLES / sample).requirements == frozenset(needs)
+def test_requirements_of_sample_files(sample, needs, label):
+    submission = subs.from_path(SAMPLES / sample)
+    assert submission.requirements == frozenset(needs)
+    assert submission.needs_label() == label
 
 
 @pytest.mark.parametrize("text, needs", [
     ("import triton.language as tl\n", {"torch", "triton"}),
     ("    from triton import cdiv\n", {"torch", "triton"}),
     ("# we could use aiter or triton here one day\n", {"torch"}),
-    ("try:\n    import aiter\nexcept ImportError:\n    aiter = None\n", {"torch", "aiter"}),
+    # a missing module is not an OSError: this import is not guarded
+    ("try:\n    import aiter\nexcept OSError:\n    aiter = None\n", {"torch", "aiter"}),
     ("from aiter import dtypes\n", {"torch", "aiter"}),
     ("import aiterator\n", {"torch"}),
     # CUDA source through load_inline is not HIP
@@ -46,6 +57,75 @@ def test_requirements_of_sample_files(sample, needs):
 ])
 def test_requirements_of_text(text, needs):
     assert subs.requirements_of(text) == frozenset(needs)
+
+
+GUARDED_AITER = [
+    "try:\n    import aiter\nexcept ImportError:\n    aiter = None\n",
+    "try:\n    from aiter.mla import mla_decode_fwd\nexcept ModuleNotFoundError:\n    pass\n",
+    "try:\n    import aiter\nexcept (ValueError, ImportError):\n    pass\n",
+    "try:\n    import aiter\nexcept Exception as error:\n    print(error)\n",
+    "try:\n    import aiter\nexcept:\n    pass\n",
+    "try:\n    import aiter\nexcept ImportError:\n    ok = False\nelse:\n    from aiter.mla import mla_decode_fwd\n",
+    "import importlib.util\nif importlib.util.find_spec('aiter') is not None:\n    import aiter\n",
+    "from importlib.util import find_spec\nHAS_AITER = find_spec('aiter') is not None\n"
+    "def f():\n    if HAS_AITER:\n        from aiter import dtypes\n",
+    "import torch\ndef f():\n    if torch.version.hip:\n        import aiter\n    else:\n        pass\n",
+    "import torch\nif hasattr(torch.version, 'hip') and torch.version.hip is not None:\n    import aiter\n",
+    "try:\n    import aiter\n    HAVE_AITER = True\nexcept ImportError:\n    HAVE_AITER = False\n"
+    "def f():\n    if HAVE_AITER:\n        from aiter.mla import mla_decode_fwd\n",
+]
+
+
+@pytest.mark.parametrize("text", GUARDED_AITER)
+def test_a_guarded_aiter_import_is_optional(text):
+    assert subs.needs_of(text) == {subs.Requirement("torch"), subs.Requirement("aiter", optional=True)}
+    assert subs.requirements_of(text) == {"torch"} and subs.optional_requirements_of(text) == {"aiter"}
+
+
+@pytest.mark.parametrize("text", [
+    "try:\n    import aiter\nexcept ImportError:\n    pass\nimport aiter.mla\n",  # one unguarded use is enough
+    "try:\n    def f():\n        import aiter\nexcept ImportError:\n    pass\n",  # the try guards the def only
+    "try:\n    x = 1\nexcept ImportError:\n    import aiter\n",  # the handler is the unguarded path
+    "import torch\nif torch.cuda.is_available():\n    import aiter\n",  # not a test for aiter's platform
+    # a flag from a try that guards no import is no guard
+    "try:\n    out = int('x')\nexcept Exception:\n    out = None\nif out is None:\n    import aiter\n",
+])
+def test_an_unguarded_aiter_import_is_hard(text):
+    assert subs.requirements_of(text) == {"torch", "aiter"}
+    assert subs.optional_requirements_of(text) == frozenset()
+
+
+HIP = "SRC = '#include <hip/hip_runtime.h>'\n"
+
+
+def test_a_guarded_hip_build_is_optional_and_torch_load_is_no_build():
+    guarded = HIP + ("from torch.utils.cpp_extension import load_inline\ndef build():\n    try:\n"
+                     "        return load_inline(name='m', cpp_sources='', cuda_sources=SRC)\n"
+                     "    except Exception:\n        return None\n")
+    assert subs.needs_of(guarded) == {subs.Requirement("torch"), subs.Requirement("hip", optional=True)}
+    assert subs.requirements_of(guarded + "import torch\nstate = torch.load('weights.pt')\n") == {"torch"}
+    unguarded = HIP + "from torch.utils.cpp_extension import load_inline\nm = load_inline(name='m')\n"
+    assert subs.requirements_of(unguarded) == {"torch", "hip"}
+    rocm_only = HIP + ("import torch\nfrom torch.utils import cpp_extension\nif torch.version.hip:\n"
+                       "    m = cpp_extension.load(name='m', sources=['k.hip'])\n")
+    assert subs.optional_requirements_of(rocm_only) == {"hip"}
+
+
+def test_submissions_013_has_an_optional_hip_build_and_a_hard_aiter_fallback():
+    submission = subs.from_path(REPO / "submissions" / "013_hip_mxfp4_fused.py")
+    assert submission.requirements == {"torch", "aiter"} and submission.optional == {"hip"}
+    assert submission.needs_label() == "aiter, hip (optional), torch"
+    assert not platforms.can_run(submission, H200)[0]  # its fallback needs aiter
+
+
+def test_requirement_labels():
+    assert subs.Requirement("aiter", optional=True).label == "aiter (optional)"
+    assert subs.Requirement("triton").label == "triton"
+    assert sorted([subs.Requirement("triton"), subs.Requirement("aiter", True)])[0].name == "aiter"
+
+
+def test_an_unparsable_file_keeps_every_requirement_hard():
+    assert subs.requirements_of("try:\n    import aiter\nexcept ImportError\n") == {"torch", "aiter"}
 
 
 def test_hip_targets_are_read_from_the_source():
@@ -112,6 +192,59 @@ def test_aiter_runs_only_on_rocm_with_aiter_installed():
     ok, reason = platforms.can_run(aiter, MI300X_NO_AITER)
     assert not ok and "not installed" in reason
     assert platforms.can_run(aiter, MI355X)[0]
+
+
+@pytest.mark.parametrize("sample", ["aiter_guarded_try.py", "aiter_guarded_find_spec.py",
+                                    "aiter_guarded_rocm_branch.py"])
+def test_an_optional_aiter_never_stops_a_run_and_its_absence_is_said(sample):
+    guarded = subs.from_path(SAMPLES / sample)
+    fallback = "aiter (optional) is not available here: its fallback path runs"
+    assert platforms.can_run(guarded, H200) == (True, fallback)
+    assert platforms.can_run(guarded, MI300X_NO_AITER) == (True, fallback)
+    assert platforms.can_run(guarded, CPU) == (True, fallback)
+    assert platforms.can_run(guarded, MI355X) == (True, "")
+
+
+def test_an_optional_triton_is_interpreted_on_a_cpu_when_installed():
+    text = "try:\n    import triton\nexcept ImportError:\n    triton = None\n"
+    probe = subs.Submission(number=None, slug="t", path=Path("t.py"), requirements=subs.requirements_of(text),
+                            sha256="", optional=subs.optional_requirements_of(text))
+    assert probe.optional == {"triton"}
+    assert platforms.can_run(probe, CPU) == (True, "Triton kernels run through the interpreter (TRITON_INTERPRET=1)")
+    assert platforms.can_run(probe, CPU_NO_TRITON) == (
+        True, "triton (optional) is not available here: its fallback path runs")
+    assert platforms.can_run(probe, H200) == (True, "")
+
+
+def test_a_guarded_aiter_file_runs_its_fallback_through_the_harness_and_its_error_is_reported(tmp_path):
+    """harness run on the CPU: the guarded file is run (its fallback raises) and the hard one is skipped."""
+    ledger_path = tmp_path / "ledger.jsonl"
+    env = {**os.environ, "HARNESS_LEDGER": str(ledger_path), "COLUMNS": "200", "PYTHONPATH": str(REPO)}
+    guarded, hard = SAMPLES / "aiter_guarded_try.py", SAMPLES / "aiter_decode.py"
+    command = [sys.executable, "-c", "from harness.cli import main; main()", "run", str(guarded), str(hard),
+               "--device", "cpu", "--cases", "small", "--mode", "test"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert "warning: aiter (optional) is not available here: its fallback path runs" in lines
+    fallback_error = "RuntimeError: the torch fallback of this sample is not written yet"
+    assert any(line.startswith("error: case 1 ") and fallback_error in line for line in lines), done.stdout[-3000:]
+    assert any(line.startswith("skip aiter_decode: needs AMD aiter") for line in lines)
+    records = {Path(r["submission"]["path"]).name: r for r in ledger.read(ledger_path)}
+    assert records["aiter_guarded_try.py"]["status"] == "error"
+    assert [r["status"] for r in records["aiter_guarded_try.py"]["results"]] == ["error"] * 3
+    assert records["aiter_decode.py"]["status"] == "skip"
+
+
+def test_list_shows_optional_requirements():
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(main, ["list", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if "013_hip_mxfp4_fused.py" in line)
+    assert "aiter, hip (optional), torch" in row
 
 
 def test_triton_runs_through_the_interpreter_on_a_cpu():

@@ -1,8 +1,8 @@
 """Submission 200 (portable Triton MLA decode over MXFP4 KV), checked on the CPU through TRITON_INTERPRET=1.
 
 The kernel must match exact MXFP4 math (not only the loose official tolerance), pass the official check,
-handle uneven sequence lengths, empty split slices and the older padded scale layout, and keep the
-submission-file rules. One GPU test runs the official shapes on a device.
+handle uneven sequence lengths, empty split slices and aiter's padded scale layout (row stride 24), and
+keep the submission-file rules. One GPU test runs the official shapes on a device.
 """
 import importlib.util
 import json
@@ -68,9 +68,11 @@ def test_uneven_lengths_and_empty_slices(interpreted):
     assert uneven["ok"], uneven["message"]
 
 
-def test_padded_scale_layout_gives_the_same_output(interpreted):
-    assert interpreted["padded"]["scale_columns"] == 24  # the older layout really was in use
-    assert interpreted["padded"]["equal"] == [True, True]  # decoded and dot_scaled scores
+def test_scale_padding_and_row_stride_do_not_change_the_output(interpreted):
+    layout = interpreted["layout"]
+    assert layout["shape"] == [256, 24] and layout["stride"] == 24  # aiter's layout was in use
+    # Poisoned pad rows and columns 18..23, or a compact stride-18 copy: same output, decoded and dot_scaled.
+    assert layout["equal"] == {"poisoned": [True, True], "compact": [True, True]}
 
 
 def test_split_counts_agree(interpreted):

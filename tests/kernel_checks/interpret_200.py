@@ -71,11 +71,25 @@ results["uneven"] = {"finite": bool(torch.isfinite(out.float()).all()),
                      "finite_bf16": bool(torch.isfinite(bf16_out.float()).all()),
                      "max_err": max_diff(out, exact_mxfp4_attention(data))} | official(data, out)
 
-plain, padded = cpu_input(2, 100, 31), cpu_input(2, 100, 31, mxfp4_padded_scales=True)
-results["padded"] = {"scale_columns": int(padded[1]["mxfp4"][1].shape[1]),
-                     "equal": [bool(torch.equal(sub.mla_decode(plain, kv_format="mxfp4", qk_scaled=s),
-                                                sub.mla_decode(padded, kv_format="mxfp4", qk_scaled=s)))
-                               for s in (0, 1)]}
+
+def with_scales(data, scales):
+    q, kv_data, qo_indptr, kv_indptr, config = data
+    return q, dict(kv_data, mxfp4=(kv_data["mxfp4"][0], scales)), qo_indptr, kv_indptr, config
+
+
+# aiter's layout (row stride 24, garbage pad rows) against the same scales with poisoned padding (0xFF is
+# NaN in e8m0) and against a compact (200, 18) copy: a kernel that reads past the corner or assumes a
+# stride of 18 gives a different output.
+data = cpu_input(2, 100, 31)
+scales = data[1]["mxfp4"][1].view(torch.uint8)
+poisoned = scales.clone()
+poisoned[200:] = 0xFF
+poisoned[:, 18:] = 0xFF
+variants = {"poisoned": with_scales(data, poisoned), "compact": with_scales(data, scales[:200, :18].contiguous())}
+results["layout"] = {"shape": list(scales.shape), "stride": scales.stride(0),
+                     "equal": {name: [bool(torch.equal(sub.mla_decode(data, kv_format="mxfp4", qk_scaled=s),
+                                                       sub.mla_decode(variant, kv_format="mxfp4", qk_scaled=s)))
+                                      for s in (0, 1)] for name, variant in variants.items()}}
 
 data = cpu_input(2, 200, 41)
 results["splits_agree"] = max_diff(sub.mla_decode(data, kv_format="mxfp4", splits=1),
