@@ -43,6 +43,16 @@ def short_spec(spec: dict) -> str:
     return " ".join([text] + extras)
 
 
+def error_cell(figures: dict | None) -> str:
+    """'0.031 (1.0×)': the norm-wise relative error and its multiple of the reference's own noise; red when warned."""
+    if not figures:
+        return ""
+    text = f"{figures['relative_error']:.3g}"
+    if figures.get("noise_multiple") is not None:
+        text += f" ({figures['noise_multiple']:.1f}×)"
+    return f"[red]{text}[/]" if figures.get("warnings") else text
+
+
 def case_note(result) -> str:
     """The first line of a case's message, then the submission's own notes (which path it took...)."""
     parts = [(result.message.splitlines() or [""])[0]] + [f"{k}={v}" for k, v in result.notes.items()]
@@ -59,13 +69,15 @@ def run_table(run) -> Table:
     table.add_column("#", justify="right")
     table.add_column("case (bs×kv seed)", no_wrap=True)
     table.add_column("status", no_wrap=True)
+    table.add_column("rel err (× ref noise)", justify="right", no_wrap=True)
     if timed:
         for name in ("mean ± err µs", "best µs", "worst µs", "runs"):
             table.add_column(name, justify="right", no_wrap=True)
     else:
         table.add_column("note", overflow="fold")
     for index, result in enumerate(run.results, start=1):
-        row = [str(index), short_spec(result.spec), f"[{STATUS_COLOUR.get(result.status, 'white')}]{result.status}[/]"]
+        row = [str(index), short_spec(result.spec), f"[{STATUS_COLOUR.get(result.status, 'white')}]{result.status}[/]",
+               error_cell(result.accuracy)]
         if timed:
             stats = result.stats
             row += ([f"{format_us(stats.mean)} ± {format_us(stats.err)}", format_us(stats.best),

@@ -66,10 +66,12 @@ class CaseResult:
     notes: dict = dataclasses.field(default_factory=dict)
     report: str = ""  # profile mode: the profiler table
     log_tail: str = ""  # what the child printed last, when it crashed or raised
+    accuracy: dict | None = None  # the sharper verdict's figures (harness/accuracy.py) of a checked output
 
     def record(self) -> dict:
         return {"spec": self.spec, "status": self.status, "message": self.message,
-                "stats": dataclasses.asdict(self.stats) if self.stats else None, "notes": self.notes}
+                "stats": dataclasses.asdict(self.stats) if self.stats else None, "notes": self.notes,
+                "accuracy": self.accuracy}
 
 
 @dataclasses.dataclass
@@ -205,7 +207,7 @@ def run_tests(worker: Worker, cases: list, limit: TimeLimit, progress=_no_progre
             return _failed_case(case, reply)
         outcome = reply["result"]
         return CaseResult(spec=case.spec, status="pass" if outcome["good"] else "fail", message=outcome["message"],
-                          notes=outcome["notes"])
+                          notes=outcome["notes"], accuracy=outcome.get("accuracy"))
     return _each_case(cases, limit, one, progress, on_case)
 
 
@@ -217,9 +219,10 @@ def _benchmark_case(worker: Worker, case: Case, recheck: bool, budget: Budget, f
         return _failed_case(case, reply)
     outcome = reply["result"]
     if not outcome["good"]:
-        return CaseResult(spec=case.spec, status="fail", message=outcome["message"], notes=outcome["notes"])
+        return CaseResult(spec=case.spec, status="fail", message=outcome["message"], notes=outcome["notes"],
+                          accuracy=outcome.get("accuracy"))
     return CaseResult(spec=case.spec, status="pass", message=outcome["message"],
-                      stats=timing.Stats(**outcome["stats"]), notes=outcome["notes"])
+                      stats=timing.Stats(**outcome["stats"]), notes=outcome["notes"], accuracy=outcome.get("accuracy"))
 
 
 def _warm_up(worker: Worker, case: Case, budget: Budget, flush: str, limit: TimeLimit, warnings: list) -> None:

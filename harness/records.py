@@ -48,6 +48,7 @@ class CaseRecord(TypedDict):
     message: str
     stats: Stats | None  # timed modes only
     notes: dict          # the submission's LAST_RUN_INFO (local), printed values (remote)
+    accuracy: dict | None  # relative_error, outside_share, noise_floor, noise_multiple, warnings (harness/accuracy.py)
 
 
 class Record(TypedDict):
@@ -108,7 +109,7 @@ def _checked_case(raw: dict) -> CaseRecord:
     for key in ("batchsize", "kvseqlen"):
         spec[key] = int(spec[key])
     return CaseRecord(spec=spec, status=str(raw["status"]), message=str(raw.get("message") or ""), stats=stats,
-                      notes=dict(raw.get("notes") or {}))
+                      notes=dict(raw.get("notes") or {}), accuracy=raw.get("accuracy"))
 
 
 def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None = None) -> Record:

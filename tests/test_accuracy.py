@@ -4,6 +4,10 @@ One (batch 1, kv 8192) case: long sequences average many values, so outputs are 
 the official rtol = atol = 0.1 leaves a lot of room.
 """
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +16,8 @@ import torch
 import reference as ref
 from harness import accuracy
 
-SAMPLES = Path(__file__).resolve().parent / "samples"
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "tests" / "samples"
 
 
 def sample_kernel(name: str):
@@ -78,3 +83,27 @@ def test_measures_on_hand_made_tensors():
     result = accuracy.assess(output, expected, rtol=0.1, atol=0.1, noise=None)
     assert result.noise_floor is None and result.noise_multiple is None
     assert result.warnings == ()  # 50% outside: the official check fails it, no pass to second-guess
+
+
+def test_the_harness_passes_them_officially_and_warns_in_the_table_and_the_ledger(tmp_path):
+    """End to end on the CPU: both samples pass the official check on a (1, 8192) case; the run warns, the
+    ledger keeps the figures, and the table shows the error as a multiple of the reference's noise."""
+    cases = tmp_path / "long.txt"
+    cases.write_text("batchsize: 1; qseqlen: 1; kvseqlen: 8192; seed: 1360\n")
+    done = subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run",
+                           str(SAMPLES / "all_zeros.py"), str(SAMPLES / "half_kv.py"), "--device", "cpu",
+                           "--cases", str(cases), "--mode", "test", "--json"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stdout + done.stderr  # the official verdict: pass
+    zeros, half = json.loads(done.stdout)
+    assert zeros["status"] == half["status"] == "pass"
+    assert any("passes only through the 5% rule" in w for w in zeros["warnings"])
+    assert any("the reference's own quantization noise" in w for w in zeros["warnings"])
+    assert any("the reference's own quantization noise" in w for w in half["warnings"])
+    figures = half["results"][0]["accuracy"]
+    assert figures["noise_multiple"] > 10 and 0.01 < figures["noise_floor"] < 0.06
+    table = subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run",
+                            str(SAMPLES / "half_kv.py"), "--device", "cpu", "--cases", str(cases)],
+                           cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
+    assert "rel err (× ref noise)" in table.stdout and f"({figures['noise_multiple']:.1f}×)" in table.stdout
+    assert "warning: case 1: error" in table.stdout

@@ -65,7 +65,7 @@ def test_arrows_run_one_way():
     assert "protocol" in graph["session"] and "worker" in graph["protocol"]
     assert graph["worker"].isdisjoint({"protocol", "child", "cli", "session"})
     # The child process imports only what runs beside the submission.
-    assert graph["child"] <= {"timing", "limits", "paths"}
+    assert graph["child"] <= {"timing", "limits", "paths", "accuracy", "poison"}
     # Views read records; they never reach into how submissions are read or run.
     for view in ("scoreboard", "diff", "chart"):
         assert graph[view].isdisjoint({"submission", "protocol", "worker", "child", "cli", "session"}), view

@@ -186,7 +186,8 @@ def test_record_follows_the_ledger_schema(tmp_path):
                                     "numbered": False}
     assert record["device"] == {"name": CPU.device_name, "arch": "cpu", "backend": "cpu"}
     assert record["flush"] == "none"  # no flush on a CPU
-    assert record["results"][0] == {"spec": TINY, "status": "skip", "message": run.reason, "stats": None, "notes": {}}
+    assert record["results"][0] == {"spec": TINY, "status": "skip", "message": run.reason, "stats": None, "notes": {},
+                                 "accuracy": None}
     ledger.append(record, tmp_path / "ledger.jsonl")
     assert ledger.read(tmp_path / "ledger.jsonl")[0]["run_id"] == record["run_id"]
 

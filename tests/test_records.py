@@ -39,7 +39,8 @@ def test_older_records_get_their_requirements_from_the_file_and_defaults_for_the
            "device": {"name": "cpu (x86_64)"}, "status": "skip", "results": [{"spec": SPEC, "status": "skip"}]}
     (read,) = records.usable([old], root=tmp_path)
     assert (read["submission"]["requirements"], read["submission"]["optional"]) == (["hip", "torch"], ["aiter"])
-    assert read["results"][0] == {"spec": SPEC, "status": "skip", "message": "", "stats": None, "notes": {}}
+    assert read["results"][0] == {"spec": SPEC, "status": "skip", "message": "", "stats": None, "notes": {},
+                                  "accuracy": None}
     assert (read["flush"], read["reason"], read["warnings"], read["remote"], read["source"]) == ("none", "", [], None,
                                                                                                 "local")
 

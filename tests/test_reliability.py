@@ -223,29 +223,29 @@ def test_timed_calls_use_the_references_taken_before_the_import(trusted, monkeyp
 def test_poison_pattern_is_recognised():
     import torch
 
-    from harness import child
+    from harness import poison
 
     poisoned = torch.empty((2, 16, 512), dtype=torch.bfloat16)
-    poisoned.view(torch.int16).fill_(child.POISON_BITS)
-    assert child.poisoned_share(poisoned) == 1.0
+    poisoned.view(torch.int16).fill_(poison.POISON_BITS)
+    assert poison.poisoned_share(poisoned) == 1.0
     wide = torch.empty((2, 16, 512), dtype=torch.float32)  # a float32 output left unwritten
-    wide.view(torch.int16).fill_(child.POISON_BITS)
-    assert child.poisoned_share(wide) == 1.0
+    wide.view(torch.int16).fill_(poison.POISON_BITS)
+    assert poison.poisoned_share(wide) == 1.0
     malloc_filled = torch.empty((2, 16, 512), dtype=torch.bfloat16)  # what a CPU worker's allocations hold
-    malloc_filled.view(torch.int16).fill_(child.MALLOC_POISON_BITS)
-    assert child.poisoned_share(malloc_filled) == 1.0
+    malloc_filled.view(torch.int16).fill_(poison.MALLOC_POISON_BITS)
+    assert poison.poisoned_share(malloc_filled) == 1.0
     # a NaN from arithmetic is not the poison
-    assert child.poisoned_share(torch.full((2, 16, 512), float("nan"), dtype=torch.bfloat16)) == 0.0
-    assert child.poisoned_share(torch.empty((2, 16, 512), device="meta")) == 0.0
-    assert child.poisoned_share("not a tensor") == 0.0
-    child.poison_output_memory(torch.zeros((2, 16, 576), dtype=torch.bfloat16), "cpu")  # must not raise
+    assert poison.poisoned_share(torch.full((2, 16, 512), float("nan"), dtype=torch.bfloat16)) == 0.0
+    assert poison.poisoned_share(torch.empty((2, 16, 512), device="meta")) == 0.0
+    assert poison.poisoned_share("not a tensor") == 0.0
+    poison.poison_output_memory(torch.zeros((2, 16, 576), dtype=torch.bfloat16), "cpu")  # must not raise
 
 
 def test_gpu_poisoning_allocates_every_big_enough_free_block(monkeypatch):
     """The GPU path, run on the CPU with the allocator's snapshot and torch.empty stood in for."""
     import torch
 
-    from harness import child
+    from harness import poison
 
     output_bytes = 2 * 16 * 512 * 2
     segments = [{"blocks": [{"state": "inactive", "size": output_bytes * 3},
@@ -264,11 +264,11 @@ def test_gpu_poisoning_allocates_every_big_enough_free_block(monkeypatch):
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: segments)
     monkeypatch.setattr(torch, "empty", recording_empty)
-    child.poison_output_memory(real_empty((2, 16, 576), dtype=torch.bfloat16), "cuda")
+    poison.poison_output_memory(real_empty((2, 16, 576), dtype=torch.bfloat16), "cuda")
     assert [t.numel() for t in made] == [output_bytes * 3, output_bytes]  # biggest first, exact sizes
     for block in made:  # the start of each block, room for a float32 output, holds the poison
         head = block[: min(block.numel(), 2 * output_bytes)].view(torch.int16)
-        assert bool((head == child.POISON_BITS).all())
+        assert bool((head == poison.POISON_BITS).all())
 
 
 def test_worker_limits_and_the_reasons_they_give():
