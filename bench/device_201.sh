@@ -8,7 +8,8 @@
 # 4. bench/bench_decode.py under the time limit with the variants that passed and the given arguments (200,
 #    119): every output checked against reference.py, harness timing (L2 flush + GPU sleep before each call),
 #    fresh-input checks of 200 and every 201 contender. Then FlashMLA in a second bench run (its build done).
-# 5. With HARNESS_LB set: `harness run 201 --mode leaderboard` (the acceptance command).
+# 5. With HARNESS_LB set: `harness run 201 --mode leaderboard` (the acceptance command), right after step 4
+#    (before waiting for the FlashMLA build).
 # $OUT: bench_results.json, flashmla_results.json, logs.tgz (every log); short tables printed last.
 set -u
 LIMIT=${1:-240}
@@ -51,16 +52,16 @@ FILTER='^ *File|Warning|warn|^ *\^|Search for|CUDA kernel errors|For debugging|C
 timeout "$LIMIT" python3 bench/bench_decode.py --out "$OUT" --peer none "${ARGS[@]}" "$@" 2>&1 \
   | tee "$LOGS/bench.log" | grep -Ev "$FILTER"
 echo "bench exit ${PIPESTATUS[0]}"
+if [ -n "${HARNESS_LB:-}" ]; then
+  timeout "$HARNESS_LB" python3 -c "from harness.cli import main; main()" run 201 --mode leaderboard \
+    >"$LOGS/harness_leaderboard.txt" 2>&1
+  echo "harness leaderboard exit $?"; tail -22 "$LOGS/harness_leaderboard.txt"
+fi
 if [ -n "$BUILD_PID" ]; then
   wait "$BUILD_PID"; tail -2 "$LOGS/flashmla_build.log"
   mkdir -p "$LOGS/fm"
   timeout 120 python3 bench/bench_decode.py --out "$LOGS/fm" --skip200 --skip201default --seeds "" --peer flashmla \
     --leaderboard-calls 0 --reps 20 2>&1 | tee "$LOGS/flashmla_bench.log" | grep -Ev "$FILTER" | tail -14
   cp "$LOGS/fm/bench_results.json" "$OUT/flashmla_results.json" 2>/dev/null
-fi
-if [ -n "${HARNESS_LB:-}" ]; then
-  timeout "$HARNESS_LB" python3 -c "from harness.cli import main; main()" run 201 --mode leaderboard \
-    >"$LOGS/harness_leaderboard.txt" 2>&1
-  echo "harness leaderboard exit $?"; tail -22 "$LOGS/harness_leaderboard.txt"
 fi
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

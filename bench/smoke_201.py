@@ -4,7 +4,7 @@
 
 An illegal memory access kills the CUDA context of the process that made it, so bench/device_201.sh runs
 every variant through this first (in parallel, each alone) and times only those that pass. (4, 1024) takes
-the split + merge path, (256, 1024) the one-split path. It also warms Triton's on-disk cache.
+the split + merge path, (256, 1024) the one-split path, (3, 257) partial tiles. It also warms Triton's on-disk cache.
 """
 import importlib.util
 import json
@@ -24,7 +24,7 @@ module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 result = {"name": name, "tuning": tuning, "ok": True, "cases": []}
 try:
-    for batch, kv_len, seed in [(4, 1024, 4217), (256, 1024, 9823)]:
+    for batch, kv_len, seed in [(4, 1024, 4217), (256, 1024, 9823), (3, 257, 12)]:  # 257: partial tiles
         data = reference.generate_input(batch, 1, kv_len, seed, device="cuda")
         for _ in range(2):  # twice: the fused merge's counters must be back at zero
             out = module.mla_decode(data, **tuning)

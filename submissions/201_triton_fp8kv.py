@@ -24,8 +24,16 @@ Work layout, per (split, sequence) program:
   P.V on the score tile (pv_fp8=0 with pv_chunks=1, reload=0) and on a V^T reload (pv_chunks=1, reload=1).
   They stay as options for other platforms; the NVIDIA default avoids both.
 
+Hopper default (sm90 with triton.experimental.gluon, e.g. the H200's triton 3.6): a Gluon kernel with explicit
+layouts and shared memory, mla_fp8_gluon_kernel. KV tiles come in by cp.async (2 stages); both dots are fp8 x
+fp8 wgmma (tokens as M for the scores, value dims as M for P.V); V^T is written once per tile into shared
+memory by a bank-conflict-free register transpose of 8x8-byte blocks (8-byte shared loads and stores, PRMT),
+with the token order of V^T's columns and of P^T permuted alike and the dim order undone at the output; two
+programs per SM (100 KB of shared memory each). `gluon=0` selects the Triton kernel above on any platform
+(the earlier NVIDIA default: pv_chunks=4, reload=1).
+
 custom_kernel picks the launch options per platform (torch.version.hip / device capability). Runs on
-NVIDIA, AMD and under TRITON_INTERPRET=1 on a CPU.
+NVIDIA, AMD and under TRITON_INTERPRET=1 on a CPU (the Triton kernel; the Gluon one is sm90-only).
 """
 import os
 
@@ -240,6 +248,226 @@ def mla_merge_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK
     tl.store(out_ptr + (seq * H + head) * K_V_DIM + dims, o.to(tl.bfloat16))
 
 
+# ---------------------------------------------------------------------------------------------
+# Hopper path in Gluon (explicit layouts and shared memory): both dots fp8 x fp8 wgmma, V^T built once per
+# tile in shared memory by a register transpose of 8x8-byte blocks (8-byte shared loads and stores), KV
+# tiles brought in by cp.async STAGES deep. GPU-only (sm90); selected by the `gluon` option.
+# ---------------------------------------------------------------------------------------------
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy as gl_async
+    from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma
+    # cp.async into shared memory: async_copy_global_to_shared in triton 3.6, renamed async_load later
+    gl_async_load = getattr(gl_async, "async_load", None) or gl_async.async_copy_global_to_shared
+    gl_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # CTA barrier (renamed after 3.6)
+    HAVE_GLUON = True
+except Exception:  # older triton, or a platform without the Hopper set
+    HAVE_GLUON = False
+
+if HAVE_GLUON:
+    @gluon.jit
+    def _gl_issue_tile(kv_ptr, kn_buf, kr_buf, first, hi, BLOCK_N: gl.constexpr):
+        """cp.async of one BLOCK_N-token tile (nope part and rope part) into one stage; rows >= hi zero-filled."""
+        ld_n: gl.constexpr = gl.BlockedLayout([1, 16], [1, 32], [4, 1], [1, 0])
+        ld_r: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])
+        rn = first + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, ld_n))
+        cn = gl.arange(0, 512, layout=gl.SliceLayout(0, ld_n))
+        gl_async_load(kn_buf, kv_ptr + rn[:, None] * 576 + cn[None, :], mask=(rn < hi)[:, None])
+        rr = first + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, ld_r))
+        cr = gl.arange(0, 64, layout=gl.SliceLayout(0, ld_r))
+        gl_async_load(kr_buf, kv_ptr + rr[:, None] * 576 + 512 + cr[None, :], mask=(rr < hi)[:, None])
+
+    @gluon.jit
+    def _gl_vt_block(v):
+        """(64 tokens, 128 dims) -> (128 dims, 64 tokens) in the row and column orders of the V^T buffer."""
+        v5 = gl.reshape(v, [8, 8, 4, 4, 8])  # (i, r, d // 32, (d // 8) % 4, d % 8)
+        return gl.reshape(gl.permute(v5, (2, 4, 3, 1, 0)), [128, 64])
+
+    @gluon.jit
+    def mla_fp8_gluon_kernel(
+        q_ptr, q_stride_t, q_stride_h,
+        kv_ptr, kv_scale_ptr, kv_indptr_ptr,
+        out_ptr, part_o_ptr, part_lse_ptr,
+        sm_scale, num_splits,
+        WRITE_FINAL: gl.constexpr,
+        BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup)
+        STAGES: gl.constexpr,      # cp.async depth
+        VT_ROWS: gl.constexpr,     # 512: V^T of the whole tile at once; 256: two halves through one buffer
+    ):
+        split = gl.program_id(0)
+        seq = gl.program_id(1)
+        H: gl.constexpr = 16
+        NW: gl.constexpr = 4
+        kv_start = gl.load(kv_indptr_ptr + seq)
+        kv_end = gl.load(kv_indptr_ptr + seq + 1)
+        per_split = gl.cdiv(gl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
+        lo = kv_start + split * per_split
+        hi = gl.minimum(lo + per_split, kv_end)
+        n_tiles = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+
+        fp8: gl.constexpr = gl.float8e4nv
+        sw128: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+        sw64: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
+        kn_bufs = gl.allocate_shared_memory(fp8, [STAGES, BLOCK_N, 512], sw128)
+        kr_bufs = gl.allocate_shared_memory(fp8, [STAGES, BLOCK_N, 64], sw64)
+        vt_buf = gl.allocate_shared_memory(fp8, [VT_ROWS, BLOCK_N], sw64)
+        p_buf = gl.allocate_shared_memory(fp8, [H, BLOCK_N], sw64)
+        qn_buf = gl.allocate_shared_memory(fp8, [H, 512], sw128)
+        qr_buf = gl.allocate_shared_memory(fp8, [H, 64], sw64)
+
+        # the first STAGES - 1 tiles in flight before Q is prepared
+        for j in gl.static_range(STAGES - 1):
+            _gl_issue_tile(kv_ptr, kn_bufs.index(j), kr_bufs.index(j), lo + j * BLOCK_N, hi, BLOCK_N)
+            gl_async.commit_group()
+
+        # Q: per-head e4m3 with one scale per head, into shared memory as the B operand of the score wgmma
+        ql: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
+        qh = gl.arange(0, H, layout=gl.SliceLayout(1, ql))
+        qd = gl.arange(0, 512, layout=gl.SliceLayout(0, ql))
+        qdr = gl.arange(0, 64, layout=gl.SliceLayout(0, ql))
+        q_row = q_ptr + seq * q_stride_t + qh[:, None] * q_stride_h
+        qn = gl.load(q_row + qd[None, :]).to(gl.float32)
+        qr = gl.load(q_row + 512 + qdr[None, :]).to(gl.float32)
+        amax = gl.maximum(gl.max(gl.abs(qn), 1), gl.max(gl.abs(qr), 1))
+        q_scale = gl.maximum(amax, 1e-12) / 448.0
+        qn_buf.store((qn / q_scale[:, None]).to(fp8))
+        qr_buf.store((qr / q_scale[:, None]).to(fp8))
+
+        s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1],
+                                                           instr_shape=[16, H, 32])
+        o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NW, 1],
+                                                           instr_shape=[16, H, 32])
+        kv_scale = gl.load(kv_scale_ptr)
+        log2e: gl.constexpr = 1.4426950408889634
+        score_scale = gl.convert_layout(q_scale * (sm_scale * log2e * kv_scale), gl.SliceLayout(0, s_layout))
+
+        m_i = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_layout))
+        l_i = gl.full([H], 0.0, gl.float32, layout=gl.SliceLayout(0, s_layout))
+        acc_lo = gl.zeros([256, H], gl.float32, layout=o_layout)  # O^T, dims 0..255
+        acc_hi = gl.zeros([256, H], gl.float32, layout=o_layout)  # O^T, dims 256..511
+        s_zero = gl.zeros([BLOCK_N, H], gl.float32, layout=s_layout)
+        tok = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_layout))
+        # V^T, conflict-free: a thread loads 8 tokens (t = 8i + r, i its register) x 8 dims with 8-byte shared
+        # loads; a half-warp reads 8 rows of distinct swizzle phase. The register transpose (PRMT) gives 8 dims
+        # x 8 tokens, stored as 8-byte rows of V^T whose columns are the tokens in the order r * 8 + i (P^T is
+        # stored in the same order) and whose rows are the dims of each 128-dim chunk in the order
+        # (d // 32) * 32 + (d % 8) * 4 + (d % 32) // 8 (undone when the output is written), so that a half-warp
+        # stores two whole 64-byte rows.
+        tl_v: gl.constexpr = gl.DistributedLinearLayout(
+            reg_bases=[[0, 1], [0, 2], [0, 4], [8, 0], [16, 0], [32, 0]],
+            lane_bases=[[0, 8], [1, 0], [2, 0], [4, 0], [0, 16]],
+            warp_bases=[[0, 32], [0, 64]], block_bases=[], shape=[BLOCK_N, 128])
+        fence_async_shared()
+        gl_barrier()
+
+        for i in range(n_tiles):
+            stage = i % STAGES
+            # every warp is done with the stage about to be refilled (read in iteration i - 1)
+            gl_barrier()
+            nxt = i + STAGES - 1
+            _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
+                           lo + nxt * BLOCK_N, hi, BLOCK_N)
+            gl_async.commit_group()
+            gl_async.wait_group(STAGES - 1)
+            fence_async_shared()
+            gl_barrier()
+            kn = kn_bufs.index(stage)
+            kr = kr_bufs.index(stage)
+
+            s = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False)
+            s = warpgroup_mma(kr, qr_buf.permute((1, 0)), s)
+            rows = lo + i * BLOCK_N + tok
+            s = gl.where((rows < hi)[:, None], s * score_scale[None, :], float("-inf"))
+            m_new = gl.maximum(m_i, gl.max(s, 0))
+            alpha = gl.exp2(m_i - m_new)
+            p = gl.exp2(s - m_new[None, :])
+            l_i = l_i * alpha + gl.sum(p, 0)
+            m_i = m_new
+            p8 = gl.reshape((p * 256.0).to(fp8), [8, 8, H])  # token 8i + r -> column 8r + i
+            p_buf.store(gl.reshape(gl.permute(p8, (2, 1, 0)), [H, BLOCK_N]))
+            alpha_o = gl.convert_layout(alpha, gl.SliceLayout(0, o_layout))
+            acc_lo = acc_lo * alpha_o[None, :]
+            acc_hi = acc_hi * alpha_o[None, :]
+            p_t = p_buf.permute((1, 0))  # (BLOCK_N, 16), tokens contiguous: K-major for fp8
+            if VT_ROWS == 512:
+                for part in gl.static_range(4):
+                    v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                fence_async_shared()
+                gl_barrier()
+                acc_lo = warpgroup_mma(vt_buf.slice(0, 256, dim=0), p_t, acc_lo)
+                acc_hi = warpgroup_mma(vt_buf.slice(256, 256, dim=0), p_t, acc_hi)
+            else:
+                for part in gl.static_range(2):
+                    v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                fence_async_shared()
+                gl_barrier()
+                acc_lo = warpgroup_mma(vt_buf, p_t, acc_lo)
+                gl_barrier()  # the first half is consumed before the buffer is refilled
+                for part in gl.static_range(2):
+                    v = kn.slice(256 + part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                fence_async_shared()
+                gl_barrier()
+                acc_hi = warpgroup_mma(vt_buf, p_t, acc_hi)
+
+        gl_async.wait_group(0)
+        # epilogue: O^T chunks to a dims-contiguous layout, normalized
+        ol: gl.constexpr = gl.BlockedLayout([4, 1], [32, 1], [1, NW], [0, 1])
+        l_o = gl.convert_layout(l_i, gl.SliceLayout(0, ol))
+        m_o = gl.convert_layout(m_i, gl.SliceLayout(0, ol))
+        safe_l = gl.where(l_o > 0, l_o, 1.0)
+        norm = kv_scale / safe_l * (1.0 / 256.0)
+        oh = gl.arange(0, H, layout=gl.SliceLayout(0, ol))
+        oj = gl.arange(0, 256, layout=gl.SliceLayout(1, ol))  # row of O^T (V^T row order) -> value dim
+        od = (oj // 32) * 32 + (oj % 4) * 8 + (oj % 32) // 4
+        o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
+        o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
+        if WRITE_FINAL:
+            dst = out_ptr + seq * H * 512 + oh[None, :] * 512 + od[:, None]
+            gl.store(dst, o_lo.to(gl.bfloat16))
+            gl.store(dst + 256, o_hi.to(gl.bfloat16))
+        else:
+            part = (seq * num_splits + split) * H
+            dst = part_o_ptr + (part + oh[None, :]) * 512 + od[:, None]
+            gl.store(dst, o_lo)
+            gl.store(dst + 256, o_hi)
+            lse = gl.where(l_o > 0, m_o + gl.log2(safe_l), float("-inf"))
+            gl.store(part_lse_ptr + part + oh, lse)
+
+
+@triton.jit
+def mla_merge_dims_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK: tl.constexpr,
+                          DIMS: tl.constexpr):
+    """The unfused merge over (sequence, head, DIMS-wide slice of the value dims): more programs in flight for
+    small batches (option merge_dims of the Gluon path)."""
+    seq = tl.program_id(0)
+    head = tl.program_id(1)
+    H: tl.constexpr = K_HEADS
+    dims = tl.program_id(2) * DIMS + tl.arange(0, DIMS)
+    splits = tl.arange(0, SPLITS_CHUNK)
+    top = tl.full((SPLITS_CHUNK,), float("-inf"), tl.float32)
+    for first in range(0, num_splits, SPLITS_CHUNK):
+        live = first + splits < num_splits
+        rows = (seq * num_splits + first + splits) * H + head
+        top = tl.maximum(top, tl.load(part_lse_ptr + rows, mask=live, other=float("-inf")))
+    m = tl.max(top, 0)
+    m = tl.where(m == float("-inf"), 0.0, m)
+    total = tl.zeros((SPLITS_CHUNK,), tl.float32)
+    o = tl.zeros((DIMS,), tl.float32)
+    for first in range(0, num_splits, SPLITS_CHUNK):
+        live = first + splits < num_splits
+        rows = (seq * num_splits + first + splits) * H + head
+        w = tl.exp2(tl.load(part_lse_ptr + rows, mask=live, other=float("-inf")) - m)
+        parts = tl.load(part_o_ptr + rows[:, None] * K_V_DIM + dims[None, :], mask=live[:, None], other=0.0)
+        o += tl.sum(parts * w[:, None], 0)
+        total += w
+    o = o / tl.maximum(tl.sum(total, 0), 1e-30)
+    tl.store(out_ptr + (seq * H + head) * K_V_DIM + dims, o.to(tl.bfloat16))
+
+
 def _compute_units(device: torch.device) -> int:
     if device.type == "cpu":
         return 4
@@ -247,7 +475,7 @@ def _compute_units(device: torch.device) -> int:
 
 
 def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, programs_per_cu: int,
-                  min_tokens: int = 128, fused: bool = True) -> int:
+                  min_tokens: int = 128, fused: bool = True, gluon: bool = False) -> int:
     """Splits per sequence minimizing (waves x tiles per program) + the cost of merging the partials, in tiles.
 
     Measured on the H200 (bench/NOTES.md, issue 12): a 64-token tile takes ~5 us of one program's time
@@ -255,6 +483,10 @@ def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, pr
     reading every split's 32 KB partial in turn (~0.4 us, ~0.1 tile, each); the unfused merge is one more
     launch (~0.5 tile) spread over (sequence, head) programs. Batches that fill the device keep one split.
     An estimate written from three measured shapes, not a fit.
+    gluon: the Gluon kernel's tiles are ~2x shorter, so the merge weighs more: its cost grows with the partials
+    written and read (batch x splits x 64 KB), 0.5 + batch x splits / 32 tiles, and ties go to more splits.
+    Fitted by hand to the splits measured on the H200 (4 x 1k: 8 over 4 and 16; 4 x 8k: 32 over 64;
+    32 x 1k: 4 over 8), not a fit over all counts.
     """
     slots = compute_units * programs_per_cu
     most = max(1, min(64, mean_kv // min_tokens))
@@ -262,17 +494,32 @@ def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, pr
     for splits in range(1, most + 1):
         waves = -(-batch * splits // slots)
         tiles = -(-(-(-mean_kv // splits)) // block_n)
-        merge = (0.1 * splits if fused else 0.5 + splits / 64.0) if splits > 1 else 0.0
+        if gluon:
+            merge = 0.5 + batch * splits / 32.0 if splits > 1 else 0.0
+        else:
+            merge = (0.1 * splits if fused else 0.5 + splits / 64.0) if splits > 1 else 0.0
         cost = waves * (tiles + 0.3) + merge  # 0.3: a program's prologue (Q load and quantization)
-        if best_cost is None or cost < best_cost - 1e-9:
+        if best_cost is None or cost < best_cost - 1e-9 or (gluon and cost <= best_cost + 1e-9):
             best, best_cost = splits, cost
     return best
+
+
+def gluon_usable(device: torch.device) -> bool:
+    """The Gluon kernel runs on CUDA sm90 only (wgmma, cp.async), never under the interpreter."""
+    return (HAVE_GLUON and not INTERPRETED and device.type == "cuda" and not torch.version.hip
+            and torch.cuda.get_device_capability(device)[0] == 9)
+
+
+def gluon_shared_bytes(plan: dict) -> int:
+    """Shared memory of one Gluon program: KV stages, V^T buffer, P, Q (layout-conversion scratch reuses it)."""
+    return plan["stages"] * 64 * 576 + plan["vt_rows"] * 64 + 16 * 64 + 16 * 576
 
 
 def platform_defaults(device: torch.device) -> dict:
     """Launch options per platform (bench/NOTES.md, issue 12, has the measurements behind them)."""
     plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 0, "pv_chunks": 1, "reload": 0, "early_v": 0,
-            "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128}
+            "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
+            "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -282,6 +529,10 @@ def platform_defaults(device: torch.device) -> dict:
         # kernel (fused=0) measured faster than the last-program merge on the small shapes (17.6 vs 19.6 us
         # at 4 x 1k, 34.1 vs 39.8 at 4 x 8k) and equal on the large ones.
         plan.update(pv_fp8=0, pv_chunks=4, reload=1, num_stages=1)
+        if gluon_usable(device):
+            # sm90 with Gluon: the explicit-layout kernel (fp8 wgmma for both dots, V^T transposed once per tile
+            # in shared memory); `gluon=0` keeps the Triton path above reachable.
+            plan.update(gluon=1)
     elif torch.version.hip:
         plan.update(num_stages=2, pv_fp8=1, programs_per_cu=2)  # gfx950 MFMA takes fp8 P.V as is
     return plan
@@ -293,10 +544,15 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
     if plan is None:
         plan = platform_defaults(q.device)
         plan.update(tuning)
+        if plan["gluon"]:
+            if not gluon_usable(q.device):
+                raise ValueError("the Gluon path needs triton.experimental.gluon and an sm90 CUDA device")
+            if "programs_per_cu" not in tuning:  # CTAs per SM from the shared memory of one program
+                plan["programs_per_cu"] = max(1, (233472 - 1024) // (gluon_shared_bytes(plan) + 1024))
         if plan["splits"] is None:
             plan["splits"] = choose_splits(batch, max(1, total_kv // batch), _compute_units(q.device),
                                            plan["block_n"], plan["programs_per_cu"], plan["min_tokens"],
-                                           bool(plan["fused"]))
+                                           bool(plan["fused"]), bool(plan["gluon"] and plan["smodel"]))
         rows = batch * plan["splits"] * NUM_HEADS
         if plan["splits"] > 1:
             plan["part_o"] = torch.empty((rows, V_DIM), dtype=torch.float32, device=q.device)
@@ -325,6 +581,19 @@ def mla_decode(data: input_t, **tuning) -> output_t:
     else:
         part_o, part_lse, counter = out, out, kv_indptr
     pow2 = triton.next_power_of_2(splits)
+    if plan["gluon"]:
+        mla_fp8_gluon_kernel[(splits, batch)](
+            q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse,
+            float(config["sm_scale"]), splits,
+            WRITE_FINAL=splits == 1, BLOCK_N=64, STAGES=plan["stages"], VT_ROWS=plan["vt_rows"], num_warps=4,
+        )
+        if splits > 1 and plan["merge_dims"]:
+            mla_merge_dims_kernel[(batch, NUM_HEADS, V_DIM // plan["merge_dims"])](
+                part_o, part_lse, out, splits, SPLITS_CHUNK=min(32, pow2), DIMS=plan["merge_dims"], num_warps=4)
+        elif splits > 1:
+            mla_merge_kernel[(batch, NUM_HEADS)](part_o, part_lse, out, splits, SPLITS_CHUNK=min(16, pow2),
+                                                 num_warps=4)
+        return out
     mla_fp8_kernel[(splits, batch)](
         q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse, counter,
         float(config["sm_scale"]), splits,
@@ -372,4 +641,9 @@ AOT_SPECS = [
     {"kernel": "mla_merge_kernel", "label": "merge kernel, 16 splits per load",
      "signature": {"part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "out_ptr": "*bf16:16", "num_splits": "i32"},
      "constexprs": {"SPLITS_CHUNK": 16}, "num_warps": 4},
+    {"kernel": "mla_merge_dims_kernel", "label": "option merge_dims: merge by 128-dim slices, 32 splits per load",
+     "signature": {"part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "out_ptr": "*bf16:16", "num_splits": "i32"},
+     "constexprs": {"SPLITS_CHUNK": 32, "DIMS": 128}, "num_warps": 4},
+    # mla_fp8_gluon_kernel (the sm90 default) is a Gluon kernel: harness/aot.py compiles @triton.jit kernels
+    # only; tests/test_kernel_201.py compiles it for sm90 with Gluon's own AST source.
 ]

@@ -89,6 +89,57 @@ def test_choose_splits(sub):
 def test_platform_defaults(sub):
     cpu = sub.platform_defaults(torch.device("cpu"))
     assert cpu["num_stages"] == 1 and cpu["pv_fp8"] == 0
+    assert cpu["gluon"] == 0 and not sub.gluon_usable(torch.device("cpu"))  # the Gluon path is sm90-only
+
+
+def test_choose_splits_gluon(sub):
+    # The Gluon path's split counts on the 8 official shapes (H200, 2 programs per SM): each one measured
+    # best or level among the counts tried on the device (bench/NOTES.md, issue 12, Gluon section).
+    shapes = [(4, 1024), (4, 8192), (32, 1024), (32, 8192), (64, 1024), (64, 8192), (256, 1024), (256, 8192)]
+    got = [sub.choose_splits(b, kv, 132, 64, 2, 128, False, True) for b, kv in shapes]
+    assert got == [8, 32, 4, 8, 4, 4, 1, 1]
+    # Two programs per SM fit in shared memory with 2 stages and the half-size V^T buffer.
+    plan = {"stages": 2, "vt_rows": 256}
+    assert (233472 - 1024) // (sub.gluon_shared_bytes(plan) + 1024) == 2
+
+
+@pytest.mark.slow
+def test_gluon_kernel_compiles_for_sm90():
+    """The sm90 Gluon kernel compiles on a CPU: fp8 wgmma for both dots, 8-byte shared loads and stores for the
+    V^T transposition, no spills, and shared memory for two programs per SM."""
+    import re
+    import tempfile
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    sub = _load("sub201_gluon_aot")
+    if not sub.HAVE_GLUON:
+        pytest.skip("this triton has no Gluon")
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    kernel = sub.mla_fp8_gluon_kernel
+    types = {"q_ptr": "*bf16", "q_stride_t": "i32", "q_stride_h": "i32", "kv_ptr": "*fp8e4nv",
+             "kv_scale_ptr": "*fp32", "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
+             "part_lse_ptr": "*fp32", "sm_scale": "fp32", "num_splits": "i32"}
+    constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 256}
+    signature = {name: ("constexpr" if name in constexprs else types[name]) for name in kernel.arg_names}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
+             if name.endswith("_ptr") or name.startswith("q_stride")}
+    target = GPUTarget("cuda", 90, 32)
+    backend = triton.compiler.make_backend(target)
+    compiled = triton.compile(GluonASTSource(kernel, signature, constexprs, attrs), target=target,
+                              options=backend.parse_options({"num_warps": 4}).__dict__)
+    assert compiled.metadata.shared <= 113 * 1024, compiled.metadata.shared
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
+        handle.write(compiled.asm["cubin"])
+        handle.flush()
+        sass = subprocess.run([str(tool), "--dump-sass", handle.name], capture_output=True, text=True).stdout
+    assert "QGMMA.64x16x32.F32.E4M3.E4M3" in sass
+    assert not re.search(r"\b(STL|LDL)\b", sass)
+    assert len(re.findall(r"\bLDS\.64\b", sass)) >= 32 and len(re.findall(r"\bSTS\.64\b", sass)) >= 32
+    assert "E4M3.UNPACK" not in sass  # no fp8 -> fp16 conversion of the values (only fp32 -> fp8 of Q and P)
 
 
 def test_submission_file_rules():
@@ -110,6 +161,8 @@ def test_gfx950_compile_has_no_spills_and_fp8_mfma():
     from harness import aot
 
     reports = aot.compile_submission(KERNEL_FILE, "gfx950")
+    # The Gluon kernel is sm90-only and not a @triton.jit kernel the harness can compile: reported as skipped.
+    reports = [r for r in reports if not (r.kernel == "mla_fp8_gluon_kernel" and r.skipped)]
     assert reports and all(r.error is None for r in reports), [r.error for r in reports]
     for report in reports:
         assert report.spills == 0, (report.label, report.spills)
@@ -136,6 +189,6 @@ def test_official_shapes_on_the_device(device_sub, spec):
     data = ref.generate_input(batch, 1, kv_len, seed, device="cuda")
     ok, message = ref.check_implementation(data, device_sub.custom_kernel(data))
     assert ok, message
-    for tuning in ({"fused": 1}, {"fused": 0}):
+    for tuning in ({"fused": 1}, {"fused": 0}, {"gluon": 0}):
         ok, message = ref.check_implementation(data, device_sub.mla_decode(data, **tuning))
         assert ok, f"{tuning}: {message}"
