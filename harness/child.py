@@ -255,7 +255,8 @@ def _run_single_benchmark(args: dict, recheck: bool, max_repeats: int, max_time_
         if timing.should_stop(stats, clock() - started, max_time_ns):
             break
     stats = timing.calculate_stats(durations)
-    return {"good": True, "message": message, "stats": dataclasses.asdict(stats), "notes": _submission_notes(),
+    warnings = "\n".join(line for line in message.splitlines() if line.lower().startswith("warning"))
+    return {"good": True, "message": warnings, "stats": dataclasses.asdict(stats), "notes": _submission_notes(),
             "accuracy": figures}
 
 
