@@ -352,14 +352,13 @@ def doctor(device):
     """What this machine is (device, arch, versions) and what it can run."""
     from pathlib import Path
 
-    from rich.console import Console
 
     from harness import display
     from harness import platform as platforms
     from harness import submission as subs
 
     here = platforms.detect(device)
-    console = Console()
+    console = display.console()
     console.print(display.machine_table(here))
     examples = {"torch": {"torch"}, "triton": {"torch", "triton"}, "hip": {"torch", "hip"},
                 "aiter": {"torch", "aiter"}}
@@ -382,7 +381,6 @@ def doctor(device):
 @reports_errors
 def compile_command(submission, target):
     """Compile a submission's Triton kernels ahead of time and report registers, spills, LDS/shared memory, MFMA/MMA use."""
-    from rich.console import Console
 
     from harness import aot, display
     from harness import submission as subs
@@ -391,7 +389,7 @@ def compile_command(submission, target):
         path = subs.resolve(submission).path
     except subs.SubmissionError as error:
         raise click.UsageError(str(error))
-    console = Console()
+    console = display.console()
     try:
         with console.status(f"compiling {path.name} for {target}..."):
             reports = aot.compile_submission(path, target)
