@@ -5,17 +5,14 @@ on small shapes, every launch path checked with the official check; the split mo
 pure Python; the gfx950 ahead-of-time compile must show no spills and fp8 MFMAs for both dots (fp8 x fp8:
 no software decode). GPU (marked): the official shapes on the device, default and the other paths.
 """
-import importlib.util
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 import reference as ref
+from kernel_loading import load_file, run_interpreted
 
 REPO = Path(__file__).resolve().parent.parent
 KERNEL_FILE = next((REPO / "submissions").glob("201_*.py"))
@@ -23,10 +20,7 @@ INTERPRETED_CHECKS = Path(__file__).resolve().parent / "kernel_checks" / "interp
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, KERNEL_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(KERNEL_FILE, name)
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +30,7 @@ def sub():
 
 @pytest.fixture(scope="module")
 def interpreted():
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    run = subprocess.run([sys.executable, str(INTERPRETED_CHECKS)], capture_output=True, text=True, env=env,
-                         cwd=REPO, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return run_interpreted(INTERPRETED_CHECKS, timeout=600)
 
 
 def test_every_path_passes_the_official_check(interpreted):

@@ -4,18 +4,14 @@ The kernel must match exact MXFP4 math (not only the loose official tolerance), 
 handle uneven sequence lengths, empty split slices and aiter's padded scale layout (row stride 24), and
 keep the submission-file rules. One GPU test runs the official shapes on a device.
 """
-import importlib.util
-import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 import reference as ref
+from kernel_loading import load_file, run_interpreted
 
 REPO = Path(__file__).resolve().parent.parent
 KERNEL_FILE = REPO / "submissions" / "200_triton_mxfp4.py"
@@ -23,11 +19,7 @@ INTERPRETED_CHECKS = Path(__file__).resolve().parent / "kernel_checks" / "interp
 
 
 def _load_submission(name: str):
-    """A fresh import of 200 in this process (compiled for a GPU if it runs; pure-Python parts run anywhere)."""
-    spec = importlib.util.spec_from_file_location(name, KERNEL_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(KERNEL_FILE, name)
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +31,7 @@ def sub():
 def interpreted():
     """Results of 200 run under TRITON_INTERPRET=1 in a child process (Triton picks the interpreter at its
     first import, so this process, which may have imported Triton already, cannot switch)."""
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    run = subprocess.run([sys.executable, str(INTERPRETED_CHECKS)], capture_output=True, text=True, env=env,
-                         cwd=REPO, timeout=900)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return run_interpreted(INTERPRETED_CHECKS, timeout=900)
 
 
 def test_matches_exact_mxfp4_math(interpreted):
