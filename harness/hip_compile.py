@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +45,7 @@ _DIAGNOSTIC = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<ki
 _REMARK = re.compile(r"^[^\n]*?:(\d+):\d+: remark:\s+([^:\n]+?):\s+(\S+) \[-Rpass-analysis=kernel-resource-usage\]",
                      re.MULTILINE)
 _LDS_OVERFLOW = re.compile(r"local memory \((\d+)\) exceeds limit \((\d+)\)(?: in function '([^']+)')?")
+_HIPIFY_LOCK = threading.Lock()
 MAX_PCH_FILES = 6  # ~150 MB each; the least recently used go first
 
 
@@ -107,12 +109,13 @@ def split_flags(user_flags: list[str]) -> tuple[list[str], list[str], list[str]]
             file_only.append(flag)
         else:
             keyed.append(flag)
-    levels = [f for f in keyed if f.startswith("-O")]
-    if not levels:
-        keyed.append("-O3")
-    if (levels or ["-O3"])[-1] != "-O0":
+    level = ([f for f in keyed if f.startswith("-O")] or ["-O3"])[-1]
+    if level != "-O0":
         file_only += ["-mllvm", "-amdgpu-early-inline-all=true", "-mllvm", "-amdgpu-function-calls=false"]
-    return keyed, file_only, ignored
+    standard = [f for f in keyed if f.startswith("-std=")][-1]
+    rest = [f for f in keyed if not f.startswith(("-O", "-std="))]
+    rest = [f for i, f in enumerate(rest) if f not in rest[i + 1:]]  # one of each, in the order they last appear
+    return [standard, level, *rest], file_only, ignored  # canonical, so equal settings share one PCH
 
 
 def base_command(chain: hip_toolchain.Toolchain, target: str, lite: bool) -> list[str]:
@@ -133,7 +136,7 @@ def hipify(text: str, chain: hip_toolchain.Toolchain) -> str:
         return cached.read_text()
     from torch.utils.hipify import hipify_python
 
-    with tempfile.TemporaryDirectory() as folder:
+    with _HIPIFY_LOCK, tempfile.TemporaryDirectory() as folder:  # hipify's stdout redirect is process-wide
         source = Path(folder) / "cuda.cu"
         source.write_text(text)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -204,7 +207,7 @@ def _demangle(chain, names: list[str]) -> dict[str, str]:
     if not names or chain.cxxfilt is None:
         return {n: n for n in names}
     out = subprocess.run([str(chain.cxxfilt)], input="\n".join(names), capture_output=True, text=True).stdout
-    return {n: d.split("(")[0] for n, d in zip(names, out.splitlines())}
+    return {n: d.split("(")[0].removeprefix("void ") for n, d in zip(names, out.splitlines())}
 
 
 def _kernels(stderr: str, build: str, target: str) -> list[HipKernelReport]:

@@ -84,8 +84,17 @@ def _assignments(tree: ast.Module) -> dict[str, list[ast.Assign]]:
 
 
 class _Resolver:
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, text: str):
         self.assigned = _assignments(tree)
+        self.text = text
+
+    def _first_line(self, node: ast.Constant) -> int:
+        """The line of the string's first character: after the quotes, and after a `\\` line continuation."""
+        source = ast.get_source_segment(self.text, node) or ""
+        literal = source.lstrip("rRbBuUfF")
+        raw = "r" in source[: len(source) - len(literal)].lower()  # a raw string keeps the backslash and newline
+        continued = not raw and literal[3:5] == "\\\n" and literal[:3] in ('"""', "'''")
+        return node.lineno + (1 if continued else 0)
 
     def value(self, node: ast.AST, before: int, depth: int = 0):
         """str values come back as _Text; lists as lists; other literals as themselves."""
@@ -93,7 +102,7 @@ class _Resolver:
         if depth > 40:
             raise Unresolvable("names refer to each other too deeply", line)
         if isinstance(node, ast.Constant):
-            return _Text([Piece(node.value, node.lineno)]) if isinstance(node.value, str) else node.value
+            return _Text([Piece(node.value, self._first_line(node))]) if isinstance(node.value, str) else node.value
         if isinstance(node, ast.Name):
             return self.value(self._binding(node.id, before, line), node.lineno, depth + 1)
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -163,7 +172,7 @@ def _sources(value) -> list[list[Piece]]:
 def find_builds(text: str) -> list[InlineBuild]:
     """Every load_inline call of a submission's source text, in file order. SyntaxError propagates."""
     tree = ast.parse(text)
-    resolver = _Resolver(tree)
+    resolver = _Resolver(tree, text)
     builds = []
     for call in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_load_inline(n)),
                        key=lambda n: n.lineno):
