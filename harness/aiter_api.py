@@ -159,7 +159,7 @@ class _Checker:
             else:
                 sig.bind(*[None] * len(node.args), **{k: None for k in keywords})
         except TypeError as error:
-            self.add("AITER_BAD_CALL", node, f"{name or 'call'}(...) does not bind to {where}: {error}")
+            self.add("AITER_BAD_CALL", node, f"{name or 'call'}(...) does not bind: {error}; aiter has {where}")
 
 
 def check_source(text: str) -> list[Finding]:
