@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import hip_compile, hip_hazards, hip_source, hip_toolchain
+from harness import hip_build, hip_compile, hip_hazards, hip_source, hip_toolchain
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "tests" / "hip_samples"
@@ -137,12 +137,12 @@ def test_sources_are_read_statically_with_their_lines():
 
 
 def test_flags_keep_the_files_own_and_key_the_pch_canonically():
-    keyed, file_only, ignored = hip_compile.split_flags(["-O3", "-std=c++20", "-ffp-contract=fast",
+    keyed, file_only, ignored = hip_build.split_flags(["-O3", "-std=c++20", "-ffp-contract=fast",
                                                          "--offload-arch=gfx950", "-I/somewhere"])
     assert keyed == ["-std=c++20", "-O3"] and "-ffp-contract=fast" in file_only
     assert ignored == ["--offload-arch=gfx950", "-I/somewhere"]
-    assert hip_compile.split_flags([])[0] == keyed  # hipcc's default -O3 and torch's -std=c++20
-    assert hip_compile.split_flags(["-O2", "-std=c++17"])[0] == ["-std=c++17", "-O2"]
+    assert hip_build.split_flags([])[0] == keyed  # hipcc's default -O3 and torch's -std=c++20
+    assert hip_build.split_flags(["-O2", "-std=c++17"])[0] == ["-std=c++17", "-O2"]
 
 
 def test_missing_toolchain_is_one_line_saying_how_to_get_it(monkeypatch):
