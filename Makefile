@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed
 # The CPU build that lies on this workplace's disk; used only when no torch is importable.
 CPU_TORCH ?= torch==2.13.0
 
-.PHONY: setup test test-gpu run scoreboard diff submit lint clean
+.PHONY: setup hip-toolchain test test-gpu run scoreboard diff submit lint clean
 
-setup: $(STAMP)
+setup: $(STAMP) hip-toolchain
 
 # --system-site-packages keeps a ROCm or CUDA torch the machine already has.
 $(STAMP): pyproject.toml
@@ -16,6 +16,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q $(CPU_TORCH)
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
+
+# clang-22 (apt, where root), HIP 6.2 headers and device libraries into ~/.cache/amd-mixed-mla/hip (harness/hip_toolchain.py).
+# Idempotent; never fails setup: it prints what it could not install.
+hip-toolchain: $(STAMP)
+	$(BIN)/python -m harness.hip_toolchain setup
 
 test: setup
 	$(BIN)/python -m pytest -q -m "not gpu"

@@ -90,10 +90,11 @@ __device__ __forceinline__ unsigned short float_to_bf16_bits(float value) {
     return static_cast<unsigned short>(bits >> 16);
 }
 
+// fp8 (e4m3) x fp8 16x16x128 MFMA. The builtin, not inline asm: LLVM's hazard recognizer cannot see into asm and
+// let a VALU read the result 3 wait states after it. Formats 0/0 (fp8 e4m3) and zero scales: LLVM emits the same
+// unscaled v_mfma_f32_16x16x128_f8f6f4 the asm did, followed by the wait states it needs.
 __device__ __forceinline__ v4f mfma_16x16x128_fp8(v8i a, v8i b, v4f c) {
-    v4f d;
-    asm volatile("v_mfma_f32_16x16x128_f8f6f4 %0, %1, %2, %3" : "=v"(d) : "v"(a), "v"(b), "v"(c));
-    return d;
+    return __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, c, 0, 0, 0, 0, 0, 0);
 }
 
 // Issues the LDS fill of one KV tile: chunk k of the padded layout lands at byte 16k of the tile;

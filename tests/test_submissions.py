@@ -103,7 +103,8 @@ def test_hip_files_carry_their_source_and_build_it_lazily(number, kernels):
 
 def test_120_uses_the_gfx950_fp8_mfma_pipeline():
     source = load("120").HIP_SOURCE
-    assert "v_mfma_f32_16x16x128_f8f6f4" in source  # QK^T
+    assert "__builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4" in source  # QK^T, as v_mfma_f32_16x16x128_f8f6f4
+    assert 'asm volatile("v_mfma' not in source  # the hazard recognizer must see the MFMA (tests/test_hip_compile.py)
     assert "__builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8" in source  # P V with fp8 P
     assert "llvm.amdgcn.raw.buffer.load.lds" in source  # LDS filled without a register round trip
     assert "kv_tiles[2][kLdsTileBytes]" in source  # double-buffered
