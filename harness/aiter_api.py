@@ -14,7 +14,7 @@ import inspect
 import json
 from pathlib import Path
 
-from harness.lint import Finding
+from harness.findings import Finding
 
 DATA = Path(__file__).resolve().parent / "data" / "aiter_api.json"
 

@@ -380,25 +380,26 @@ def doctor(device):
               help="GPU to compile for; no such GPU is needed on this machine.")
 @reports_errors
 def compile_command(submission, target):
-    """Compile a submission's Triton kernels ahead of time and report registers, spills, LDS/shared memory, MFMA/MMA use."""
-
-    from harness import aot, display
+    """Compile a submission's kernels ahead of time (Triton kernels, or HIP load_inline sources for gfx950/gfx942)
+    and report registers, spills, LDS/shared memory, occupancy, MFMA/MMA use."""
+    from harness import aot, compiled, display, ledger, protocol, session
+    from harness import platform as platforms
     from harness import submission as subs
 
-    try:
-        path = subs.resolve(submission).path
-    except subs.SubmissionError as error:
-        raise click.UsageError(str(error))
+    chosen = subs.resolve(submission)
+    path = chosen.path
     console = display.console()
+    started = protocol.now_iso()
+    with console.status(f"compiling {path.name} for {target}..."):
+        outcome = compiled.compile_submission(path, target)
     try:
-        with console.status(f"compiling {path.name} for {target}..."):
-            reports = aot.compile_submission(path, target)
-    except aot.AotError as error:
-        click.echo(f"error: {error}", err=True)
-        raise SystemExit(2)
-    if not reports:
-        click.echo(f"{path.name} has no @triton.jit kernels")
-        return
-    console.print(display.compile_table(path.name, target, reports, aot.TARGETS[target][0] == "hip"))
-    if any(r.error and not r.skipped for r in reports):
-        raise SystemExit(1)
+        ledger.append(compiled.record(chosen, target, outcome, platforms.versions(), started, protocol.now_iso()))
+    except OSError as error:
+        raise session.ResultsError(f"the compile's record could not be written to the ledger: {error}") from None
+    if outcome.hip is not None:
+        display.print_hip_report(console, outcome.hip)
+    if outcome.triton:
+        console.print(display.compile_table(path.name, target, outcome.triton, aot.TARGETS[target][0] == "hip"))
+    if outcome.hip is None and not outcome.triton:
+        click.echo(f"{path.name} has no @triton.jit kernels and no HIP load_inline sources")
+    raise SystemExit(EXIT_FAILED if outcome.failed else EXIT_PASSED)

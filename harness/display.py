@@ -3,6 +3,7 @@
 Pure functions from results to rich renderables or lines; harness/cli.py decides when to print them.
 """
 import os
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -215,3 +216,33 @@ def score_lines(records: list[dict]) -> list[str]:
                else "as reported by the server")
         lines.append(f"score ({remote.get('run')}): {score_us:.2f} µs = {remote['score']:.4g} s, {how}")
     return lines
+
+
+def hip_table(report) -> Table:
+    """One row per HIP kernel: registers, spills, LDS, occupancy, MFMA count and the fewest wait states after one."""
+    table = Table(title=f"{Path(report.path).name} for {report.target} (HIP, compiled, not run)", title_justify="left")
+    for column in ("kernel", "VGPR", "AGPR/SGPR", "spills", "scratch B", "LDS B", "occupancy", "MFMA",
+                   "fewest wait states after an MFMA", "matrix instructions"):
+        table.add_column(column, overflow="fold")
+    for k in report.kernels:
+        spills = f"[red]{k.spills}[/]" if k.spills else str(k.spills)
+        table.add_row(escape(k.label), str(k.registers), f"{k.agprs}/{k.sgprs}", spills, str(k.stack_bytes),
+                      str(k.shared_bytes), k.occupancy or "-", str(k.mfma_count),
+                      "-" if k.min_mfma_wait is None else str(k.min_mfma_wait),
+                      ", ".join(k.matrix_instructions) or "none")
+    return table
+
+
+def print_hip_report(console, report) -> None:
+    """A HIP compile (harness/hip_compile.py): verdict line, per-kernel table, findings, diagnostics, notes."""
+    colour = "green" if report.verdict == "ok" else "red" if report.blocking else "yellow"
+    console.print(f"[bold]{escape(Path(report.path).name)} for {report.target}:[/] [{colour}]{report.verdict}[/] "
+                  f"{escape(report.summary)} [dim]({report.seconds:.1f} s, precompiled header {report.pch or 'none'})[/]")
+    if report.kernels:
+        console.print(hip_table(report))
+    for finding in report.findings:
+        console.print(f"[yellow]{escape(finding.format(Path(report.path).name))}[/]")
+    if report.blocking and report.diagnostics:
+        console.print(report.diagnostics[:3000], markup=False, highlight=False, soft_wrap=True)
+    for note in report.notes:
+        console.print(f"[dim]note: {escape(note)}[/]")

@@ -24,6 +24,7 @@ def reports_errors(command):
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         from harness.cases import CaseError
+        from harness.compiled import CompileError
         from harness.diff import NothingComparable
         from harness.platform import PlatformError
         from harness.popcorn_errors import RemoteError
@@ -32,7 +33,7 @@ def reports_errors(command):
 
         try:
             return command(*args, **kwargs)
-        except (SubmissionError, PlatformError, CaseError, NothingComparable, ResultsError) as error:
+        except (SubmissionError, PlatformError, CaseError, NothingComparable, ResultsError, CompileError) as error:
             click.echo(f"error: {error}", err=True)
             raise SystemExit(EXIT_USAGE)
         except RemoteError as error:

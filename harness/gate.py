@@ -1,5 +1,6 @@
 """The local gate `make submit` runs before spending a ranked run: lint, the header, then whatever this
-machine can check (a local test run where it can run the file, else a gfx950 compile of its Triton kernels).
+machine can check (a local test run where it can run the file, else a gfx950 compile of its Triton kernels
+and HIP sources, which refuses the send on a compile error).
 """
 import dataclasses
 import os
@@ -8,8 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import paths
-from harness.aot import compile_submission
+from harness import compiled, paths
 from harness.directives import header_leaderboard
 from harness.lint import lint_file
 from harness.platform import can_run, detect
@@ -73,13 +73,24 @@ def _local_run_check(path: Path) -> GateCheck:
                      + _tail(done.stdout + "\n" + done.stderr))
 
 
-def _aot_check(path: Path) -> GateCheck:
+def _compile_check(path: Path) -> GateCheck:
+    """Its kernels compiled for gfx950 (Triton and HIP alike), where this machine cannot run the file."""
     try:
-        reports = compile_submission(path, "gfx950")
+        outcome = compiled.compile_submission(path, "gfx950")
+    except compiled.ToolchainMissing as missing:
+        return GateCheck("gfx950 compile", None, [f"not compiled: {missing}"])
     except Exception as error:  # noqa: BLE001 - any compiler failure is the gate's verdict, in one line
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        return GateCheck("gfx950 compile", False, [f"its Triton kernels do not compile for gfx950: {first}"])
-    return GateCheck("gfx950 compile", True, [f"{len(reports)} Triton kernel(s) compiled for gfx950"])
+        return GateCheck("gfx950 compile", False, [f"its kernels do not compile for gfx950: {first}"])
+    details = []
+    if outcome.hip is not None:
+        details.append(f"HIP: {outcome.hip.verdict}: {outcome.hip.summary} (compiled with upstream LLVM 22, not run)")
+        details += [f.format(path.name) for f in outcome.hip.findings]
+    if outcome.triton:
+        broken = [r for r in outcome.triton if r.error and not r.skipped]
+        details.append(f"Triton: {len(outcome.triton) - len(broken)} of {len(outcome.triton)} kernel variant(s) "
+                       "compiled for gfx950" + (f"; {broken[0].kernel}: {broken[0].error}" if broken else ""))
+    return GateCheck("gfx950 compile", not outcome.failed, details or ["no kernels to compile"])
 
 
 def run_gate(submission, text: str, leaderboard: str) -> GateVerdict:
@@ -90,8 +101,8 @@ def run_gate(submission, text: str, leaderboard: str) -> GateVerdict:
         checks.append(GateCheck("local test run", None, ["not run: lint already refused the file"]))
     elif runnable:
         checks.append(_local_run_check(submission.path))
-    elif "triton" in submission.requirements:
-        checks.append(_aot_check(submission.path))
+    elif {"triton", "hip"} & (submission.requirements | submission.optional):
+        checks.append(_compile_check(submission.path))
         checks.append(GateCheck("local test run", None, [f"not run here: {why_not}"]))
     else:
         checks.append(GateCheck("local test run", None, [f"not run here: {why_not}; static checks only"]))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness import hip_build, hip_hazards, hip_source, hip_toolchain
 from harness.aot import KernelReport
-from harness.lint import Finding
+from harness.findings import Finding
 
 TARGETS = ("gfx950", "gfx942")
 NOTE = ("upstream LLVM 22 with HIP 6.2 headers (triton 3.5.1 wheel) and this machine's torch headers, "

@@ -1,13 +1,16 @@
 """Static checks a submission must pass before the official server (and its KernelGuard) sees it.
 
-Three families of rules, each finding carrying a rule name, a line and whether it blocks:
+Five families of rules, each finding carrying a rule name, a line and whether it blocks:
 - the server's own rejections (docs/REMOTE.md, "The local gate"): the forbidden word anywhere, files over
   1,000,000 bytes, empty or non-UTF-8 files, `#!POPCORN` directives outside the first comment block,
   a leaderboard other than amd-mixed-mla;
 - KernelGuard's "hard" (auto-filter) rules that can be seen in the source: timer and evaluator
   monkeypatching, outputs replayed from a cache, obfuscated exec, token-pasted CUDA names,
   run-time package installs;
-- KernelGuard's flag-only rules (CUDA graphs, torch.compile, plain exec/eval, threads, ...): warnings.
+- KernelGuard's flag-only rules (CUDA graphs, torch.compile, plain exec/eval, threads, ...): warnings;
+- HIP sources: an MFMA issued through inline asm, which LLVM's hazard recognizer cannot see (harness/hip_hazards.py);
+- aiter: names and calls checked against the runner's pinned aiter (harness/aiter_api.py); a call that cannot
+  bind fails on the runner, so it blocks unless the import is guarded.
 
 The checks are heuristics over Python's ast plus a few text patterns. The replay rules only look at
 what `custom_kernel` returns (following module-level helpers it returns from), so a workspace or
@@ -17,7 +20,7 @@ import ast
 import re
 from pathlib import Path
 
-from harness import directives
+from harness import aiter_api, directives, hip_hazards
 from harness.directives import GPU, LEADERBOARD
 from harness.findings import FORBIDDEN_WORD, MAX_BYTES, Finding
 from harness.kernelguard import AstRules
@@ -49,6 +52,8 @@ def lint_source(text: str | bytes, path: str = "<submission>") -> list[Finding]:
     findings += _forbidden_word(text)
     findings += _directives(text)
     findings += _text_rules(text)
+    findings += hip_hazards.inline_asm_mfma(text)  # HIP sources: MFMA hidden from LLVM's hazard recognizer
+    findings += aiter_api.check_source(text)  # aiter names and calls against the runner's pinned aiter
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as error:

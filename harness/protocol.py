@@ -304,7 +304,8 @@ def server_rejections(submission: Submission) -> list:
         findings = lint.lint_file(submission.path)
     except OSError:
         return []
-    return [f"the server would reject it: line {f.line}: {f.rule} {f.message}" for f in findings if f.blocking]
+    return [f"{'the runner would fail it' if f.rule.startswith('AITER_') else 'the server would reject it'}: "
+            f"line {f.line}: {f.rule} {f.message}" for f in findings if f.blocking]
 
 
 def log_file_for(submission: Submission, mode: str, log_dir: Path | None = None) -> Path:

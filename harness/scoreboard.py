@@ -149,7 +149,8 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
     if baseline is not None and not any(r["submission"]["numbered"] and r["submission"]["number"] == baseline
                                         for r in everything):
         raise BaselineError(f"--baseline {baseline}: the ledger has no result of submission {baseline}")
-    latest = records.latest_by(everything, lambda r: (records.group_key(r), records.identity(r)))
+    runs = [r for r in everything if r["mode"] != "compile"]  # compiles only feed "where verified"
+    latest = records.latest_by(runs, lambda r: (records.group_key(r), records.identity(r)))
     tables: dict[tuple, Table] = {}
     for (key, _), record in latest.items():
         table = tables.get(key)
@@ -327,8 +328,52 @@ def unverified_submissions(tables: list[Table]) -> list[str]:
     return sorted(labels)
 
 
+VERIFIED_COLUMNS = ("CPU", "GPU here", "compiled for gfx950", "MI355X")
+
+
+def where_verified(everything: list[dict]) -> dict:
+    """Numbered submission label -> {column: "✓ ..." / "✗ ..."}: the newest evidence of each kind in the ledger.
+
+    CPU / GPU here: a passing test, benchmark or leaderboard run on such a device; compiled for gfx950: the
+    newest `harness compile --target gfx950`; MI355X: a passing run there (remote, or a local gfx950)."""
+    found: dict = {}
+    for record in sorted(everything, key=lambda r: r["finished"]):
+        if not record["submission"]["numbered"]:
+            continue
+        found.setdefault(label(record), {})  # listed even when every run of it was skipped
+        if record["status"] == "skip":
+            continue
+        backend, arch = record["device"]["backend"], record["device"]["arch"]
+        if record["mode"] == "compile":
+            column = "compiled for gfx950" if arch == "gfx950" else None
+        elif record["source"] == "remote" or arch == "gfx950":
+            column = "MI355X"
+        else:
+            column = "CPU" if backend == "cpu" else "GPU here"
+        if column is None or record["mode"] == "profile":
+            continue
+        where = "" if column != "GPU here" else f" {record['device']['name']}"
+        mark = "✓" if record["status"] == "pass" else "✗"
+        found.setdefault(label(record), {})[column] = f"{mark}{where} ({record['finished'][:10]})"
+    return found
+
+
+def render_verified(everything: list[dict]) -> list[str]:
+    found = where_verified(everything)
+    if not found:
+        return []
+    lines = ["## Where each submission was verified", "",
+             "The newest evidence of each kind in the ledger (✓ passed, ✗ failed, – none). \"Compiled for gfx950\" is "
+             "upstream LLVM 22 on this repository's machines (HIP or Triton), not the runner's compiler: a kernel is "
+             "verified only once it ran on an MI355X.", "",
+             "| submission | " + " | ".join(VERIFIED_COLUMNS) + " |", "|---|" + "---|" * len(VERIFIED_COLUMNS)]
+    for name in sorted(found):
+        lines.append(f"| {_cell(name)} | " + " | ".join(_cell(found[name].get(c, "–")) for c in VERIFIED_COLUMNS) + " |")
+    return lines + [""]
+
+
 def render_markdown(tables: list[Table], *, ledger_file: str, record_count: int, generated: datetime,
-                    chart: str | None) -> str:
+                    chart: str | None, verified: list[str] | None = None) -> str:
     lines = ["# Scoreboard", "",
              f"Generated {generated.strftime('%Y-%m-%d %H:%M UTC')} by `harness scoreboard` from "
              f"`{ledger_file}` ({record_count} records). Do not edit by hand: run `make scoreboard`.", ""]
@@ -344,6 +389,7 @@ def render_markdown(tables: list[Table], *, ledger_file: str, record_count: int,
     if unverified:
         lines += ["⚠ Needs HIP or aiter and has no passing test or leaderboard run on MI355X in the ledger: "
                   + ", ".join(unverified) + ".", ""]
+    lines += verified or []
     local = [t for t in tables if not t.remote]
     remote = [t for t in tables if t.remote]
     if local:
@@ -374,7 +420,8 @@ def regenerate(*, ledger_file=None, output=None, chart=None, baseline: int | Non
     drawn = draw_chart(tables, Path(chart or paths.scoreboard_chart()))
     page = render_markdown(tables, ledger_file=paths.shown(source, root), record_count=len(everything),
                            generated=now or datetime.now(timezone.utc),
-                           chart=paths.shown(drawn, output.parent) if drawn else None)
+                           chart=paths.shown(drawn, output.parent) if drawn else None,
+                           verified=render_verified(everything))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(page, encoding="utf-8")
     return Summary(output=output, chart=drawn, tables=len(tables), records=len(everything))

@@ -247,3 +247,22 @@ def test_a_piped_list_keeps_every_reason_whole():
 def test_make_without_n_says_how():
     done = subprocess.run(["make", "-s", "submit"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "usage: make submit N=120" in done.stderr
+
+
+def test_the_scoreboard_says_where_each_submission_was_verified():
+    ledger.append(local_record("submissions/200_x.py", {(1, 64): 9e5}, number=200, numbered=True, device=CPU_DEVICE))
+    ledger.append(local_record("submissions/200_x.py", {(4, 1024): 15000}, number=200, numbered=True))
+    gfx950 = records.new_record(
+        source="local", submission=records.SubmissionInfo(number=120, path="submissions/120_hip.py", sha256="c",
+                                                          requirements=["hip", "torch"], optional=[], numbered=True),
+        mode="compile", cases="-", flush="none",
+        device=records.Device(name="gfx950 (compiled here, not run)", arch="gfx950", backend="compile"), versions={},
+        status="pass", reason="compiles for gfx950", results=[], warnings=[], started="2026-12-01T05:00:00",
+        finished="2026-12-01T05:00:00")
+    ledger.append(gfx950)
+    found = scoreboard.where_verified(records.load())
+    assert found["200_x"]["CPU"].startswith("✓") and found["200_x"]["GPU here"].startswith("✓ NVIDIA H200")
+    assert found["120_hip"] == {"compiled for gfx950": "✓ (2026-12-01)"}  # and not on MI355X: a compile is no run
+    assert all(table.mode != "compile" for table in scoreboard.build_tables(records.load()))
+    page = "\n".join(scoreboard.render_verified(records.load()))
+    assert "| 120_hip | – | – | ✓ (2026-12-01) | – |" in page

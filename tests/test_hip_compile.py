@@ -154,3 +154,23 @@ def test_missing_toolchain_is_one_line_saying_how_to_get_it(monkeypatch):
 def test_a_file_without_load_inline_has_nothing_to_compile():
     report = hip_compile.compile_file(REPO / "submissions" / "014_aiter_persistent.py", "gfx950")
     assert report.verdict == "no_hip" and not report.blocking
+
+
+def test_the_compile_command_reports_hip_files_and_says_what_is_missing(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    ok = CliRunner().invoke(main, ["compile", "120", "--target", "gfx950"])
+    assert ok.exit_code == 0, ok.output
+    assert "(HIP, compiled, not run)" in ok.output and "v_mfma_f32_16x16x128_f8f6f4" in ok.output
+    assert "not the runner's ROCm compiler" in ok.output
+    broken = CliRunner().invoke(main, ["compile", str(SAMPLES / "syntax_error.py")])
+    assert broken.exit_code == 1 and "compile_error" in broken.output and "syntax_error.py:15" in broken.output
+    wrong_target = CliRunner().invoke(main, ["compile", "120", "--target", "sm90"])
+    assert wrong_target.exit_code == 2
+    assert wrong_target.output.strip() == "error: 120_hip_fp8_mfma.py builds HIP sources: compile it for gfx950 or gfx942"
+    missing = CliRunner().invoke(main, ["compile", "120"], env={"HARNESS_HIP_CACHE": str(tmp_path / "none")})
+    assert missing.exit_code == 2 and len(missing.output.strip().splitlines()) == 1
+    assert missing.output.startswith("error: ") and "make setup" in missing.output
+

@@ -547,6 +547,23 @@ def test_dry_run_of_a_hip_file_prints_the_command_and_sends_nothing(tmp_path):
                               "--gpu MI355X --mode leaderboard --output ")
     assert command.endswith(f"_954_remote_hip_leaderboard/report.txt {path}")  # an outside file: named, not numbered
     assert "gate local test run: skipped not run here: needs ROCm" in done.stdout
+    assert "gate gfx950 compile: ok HIP: ok: compiles for gfx950" in done.stdout and "not run" in done.stdout
     assert "gate verdict: passed" in done.stdout and "nothing sent" in done.stdout
     assert standin_calls(tmp_path) == [] and ledger.read() == []
     assert not paths.remote_dir().exists()
+
+
+def test_the_gate_refuses_a_hip_file_that_does_not_compile_for_gfx950(tmp_path):
+    broken = REPO / "tests" / "samples" / "hip" / "syntax_error.py"
+    env = cli_env(tmp_path, "test_success_v1315.txt")
+    done = subprocess.run(HARNESS + ["submit", str(broken), "--dry-run", "--leaderboard", "amd-mixed-mla",
+                                     "--gpu", "MI355X"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "gate gfx950 compile: FAIL HIP: compile_error" in done.stdout and "syntax_error.py:15" in done.stdout
+    assert "gate verdict: failed: refused" in done.stdout
+    forced = subprocess.run(HARNESS + ["submit", str(broken), "--dry-run", "--force", "--leaderboard",
+                                       "amd-mixed-mla", "--gpu", "MI355X"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert forced.returncode == 0 and "failed (--force: sending anyway)" in forced.stdout
+

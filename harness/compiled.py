@@ -1,0 +1,65 @@
+"""Ahead-of-time compiles of a submission, whatever its kernels are written in: Triton (harness/aot.py, for
+gfx950 / gfx942 / sm90) and HIP load_inline sources (harness/hip_compile.py, gfx950 / gfx942). The CLI's
+`compile` and the submit gate both ask here, so both see the same verdict."""
+import dataclasses
+from pathlib import Path
+
+from harness import aot, hip_compile, hip_source
+from harness.submission import needs_of
+
+
+class CompileError(ValueError):
+    """The compile cannot be attempted here (message is one line for the user)."""
+
+
+class ToolchainMissing(CompileError):
+    """The HIP toolchain is not set up on this machine (the message says how to get it)."""
+
+
+@dataclasses.dataclass
+class Compiled:
+    triton: list  # aot.KernelReport per kernel variant
+    hip: hip_compile.HipCompileReport | None  # None when the file builds no HIP
+
+    @property
+    def failed(self) -> bool:
+        """A kernel did not compile (a skipped Triton variant is not a failure)."""
+        return any(r.error and not r.skipped for r in self.triton) or bool(self.hip and self.hip.blocking)
+
+
+def record(submission, target: str, outcome: Compiled, versions: dict, started: str, finished: str) -> dict:
+    """A ledger record of the compile (mode "compile"): the scoreboard's "where verified" reads it."""
+    from harness import paths, records
+
+    failed = [r for r in outcome.triton if r.error and not r.skipped]
+    reason = outcome.hip.summary if outcome.hip is not None else (
+        f"{failed[0].kernel}: {failed[0].error}" if failed else f"{len(outcome.triton)} Triton kernel variant(s)")
+    return records.new_record(
+        source="local", submission=records.SubmissionInfo(
+            number=submission.number, path=paths.in_repository(submission.path), sha256=submission.sha256,
+            requirements=sorted(submission.requirements), optional=sorted(submission.optional),
+            numbered=submission.numbered),
+        mode="compile", cases="-", flush="none",
+        device=records.Device(name=f"{target} (compiled here, not run)", arch=target, backend="compile"),
+        versions=versions, status="fail" if outcome.failed else "pass", reason=reason, results=[], warnings=[],
+        started=started, finished=finished)
+
+
+def compile_submission(path: Path, target: str) -> Compiled:
+    """Compile every kernel of the file for `target`; CompileError when this machine cannot try."""
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    builds_hip = bool(hip_source.find_builds(text))
+    hip = None
+    if builds_hip:
+        if target not in hip_compile.TARGETS:
+            raise CompileError(f"{Path(path).name} builds HIP sources: compile it for {' or '.join(hip_compile.TARGETS)}")
+        hip = hip_compile.compile_file(path, target)
+        if hip.verdict == "toolchain_missing":
+            raise ToolchainMissing(hip.summary)
+    if builds_hip and "triton" not in {need.name for need in needs_of(text)}:
+        return Compiled(triton=[], hip=hip)  # importing it would only start a HIP build that cannot run here
+    try:
+        triton = aot.compile_submission(path, target)
+    except aot.AotError as error:
+        raise CompileError(str(error)) from None
+    return Compiled(triton=triton, hip=hip)
