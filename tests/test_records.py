@@ -14,7 +14,7 @@ def fresh(number=1, path="submissions/001_x.py", requirements=("torch",), finish
                                                           numbered=True),
         mode="benchmark", cases="official", flush="fast",
         device=records.Device(name="NVIDIA H200", arch="sm_90", backend="cuda"), versions={"torch": "2.11"},
-        status="pass", reason="", results=[{"spec": SPEC, "status": "pass", "message": "", "stats": STATS, "notes": {}}],
+        status="pass", reason="", results=[{"spec": SPEC, "status": "pass", "message": "", "stats": STATS, "notes": {}, "accuracy": None}],
         warnings=[], started=finished, finished=finished)
 
 
