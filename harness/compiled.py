@@ -4,7 +4,7 @@ gfx950 / gfx942 / sm90) and HIP load_inline sources (harness/hip_compile.py, gfx
 import dataclasses
 from pathlib import Path
 
-from harness import aot, hip_compile, hip_source
+from harness import aot, hip_compile, hip_source, records
 from harness.submission import needs_of
 
 
@@ -29,16 +29,11 @@ class Compiled:
 
 def record(submission, target: str, outcome: Compiled, versions: dict, started: str, finished: str) -> dict:
     """A ledger record of the compile (mode "compile"): the scoreboard's "where verified" reads it."""
-    from harness import paths, records
-
     failed = [r for r in outcome.triton if r.error and not r.skipped]
     reason = outcome.hip.summary if outcome.hip is not None else (
         f"{failed[0].kernel}: {failed[0].error}" if failed else f"{len(outcome.triton)} Triton kernel variant(s)")
     return records.new_record(
-        source="local", submission=records.SubmissionInfo(
-            number=submission.number, path=paths.in_repository(submission.path), sha256=submission.sha256,
-            requirements=sorted(submission.requirements), optional=sorted(submission.optional),
-            numbered=submission.numbered),
+        source="local", submission=records.submission_info(submission),
         mode="compile", cases="-", flush="none",
         device=records.Device(name=f"{target} (compiled here, not run)", arch=target, backend="compile"),
         versions=versions, status="fail" if outcome.failed else "pass", reason=reason, results=[], warnings=[],

@@ -373,9 +373,7 @@ def record(run: RunResult, checkout: dict | None = None) -> records.Record:
     sub = run.submission
     return records.new_record(
         source="local",
-        submission=records.SubmissionInfo(number=sub.number, path=paths.in_repository(sub.path), sha256=sub.sha256,
-                                          requirements=sorted(sub.requirements), optional=sorted(sub.optional),
-                                          numbered=sub.numbered),
+        submission=records.submission_info(sub),
         mode=run.mode, cases=run.cases, flush=run.flush, device=run.platform.record_device(),
         versions=run.platform.versions, status=run.status, reason=run.reason,
         results=[result.record() for result in run.results], warnings=run.warnings,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from harness import ledger
-from harness.paths import REPO_ROOT
+from harness.paths import REPO_ROOT, in_repository
 
 SCHEMA_VERSION = 1
 SOURCES = ("local", "remote")
@@ -70,6 +70,13 @@ class Record(TypedDict):
     remote: dict | None  # remote records only; keys in harness/remote.py
     interpreter: bool    # Triton ran through TRITON_INTERPRET on a CPU: correctness counts, the times do not
     git: dict | None     # {"commit": "<sha>", "dirty": bool} of the checkout that ran it; None outside git
+
+
+def submission_info(submission) -> SubmissionInfo:
+    """The record's view of a harness.submission.Submission (taken as it is, not imported: views never need it)."""
+    return SubmissionInfo(number=submission.number, path=in_repository(submission.path), sha256=submission.sha256,
+                          requirements=sorted(submission.requirements), optional=sorted(submission.optional),
+                          numbered=submission.numbered)
 
 
 def new_record(*, source: str, submission: SubmissionInfo, mode: str, cases: str, flush: str, device: Device,

@@ -175,12 +175,6 @@ class Plan:
         return shlex.join(self.command)
 
 
-def _submission_info(submission) -> records.SubmissionInfo:
-    return records.SubmissionInfo(number=submission.number, path=paths.in_repository(submission.path),
-                                  sha256=submission.sha256, requirements=sorted(submission.requirements),
-                                  optional=sorted(submission.optional), numbered=submission.numbered)
-
-
 def plan(argument: str, *, mode: str = "leaderboard", leaderboard: str | None = None, gpu: str | None = None,
          force: bool = False, now: datetime | None = None) -> Plan:
     """Everything cheap decided before sending: names, the command, rate limit, tool checks (not the gate)."""
@@ -281,14 +275,14 @@ def send(plan: Plan, *, timeout_s: float = DEFAULT_TIMEOUT_S,
     plan.report_dir.mkdir(parents=True, exist_ok=True)
     (plan.report_dir / "command.txt").write_text(plan.command_line + "\n", encoding="utf-8")
     started = utc_now()
-    context = SendContext(_submission_info(plan.submission), plan.mode, plan.leaderboard, plan.gpu,
+    context = SendContext(records.submission_info(plan.submission), plan.mode, plan.leaderboard, plan.gpu,
                           paths.in_repository(plan.report_dir), started.isoformat(timespec="seconds"), plan.popcorn_version)
     send_id = uuid.uuid4().hex
     note_sent({"id": send_id, "time": started.isoformat(timespec="seconds"), "leaderboard": plan.leaderboard,
                "category": mode_category(plan.mode), "mode": plan.mode, "submission": context.submission,
                "outcome": "pending"})
     stdout_path, stderr_path = plan.report_dir / "stdout.txt", plan.report_dir / "stderr.txt"
-    error, report, records = None, None, []
+    error, report, written = None, None, []
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         process = subprocess.Popen(plan.command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=paths.REPO_ROOT)
         clock = time.monotonic()
@@ -318,17 +312,17 @@ def send(plan: Plan, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                else stdout_path.read_text(encoding="utf-8", errors="replace"))
         try:
             report = parse_report(raw)
-            records = records_from_report(report, context, finished)
+            written = records_from_report(report, context, finished)
         except (ReportFormatError, ValueError) as problem:
             error = RemoteError(f"the report could not be parsed ({problem}); raw output kept in "
                                 f"{paths.in_repository(plan.report_dir)}", "unparsed")
     if error is not None:
-        records = [error_record(context, error, finished)]
+        written = [error_record(context, error, finished)]
     retry_at = None
     if error is not None and (match := RATE_LIMIT_MESSAGE.search(stderr_text)):
         retry_at = (utc_now() + timedelta(seconds=int(match["seconds"]))).isoformat(timespec="seconds")
     note_sent({"id": send_id, "time": finished, "outcome": error.kind if error else "report",
                **({"retry_at": retry_at} if retry_at else {})})
-    for record in records:
+    for record in written:
         ledger.append(record)
-    return Outcome(records, plan.report_dir, error, report)
+    return Outcome(written, plan.report_dir, error, report)

@@ -306,8 +306,8 @@ def render_table(table: Table) -> str:
                              f"{_cell(item.reason)}{secret}")
             lines.append("")
     listed = {row.label for row in table.rows} | {item.label for item in table.failing + table.skipped}
-    for label in sorted(set(table.secret) - listed):
-        lines += [f"Secret run only: {_cell(label)}: {_cell(table.secret[label])}", ""]
+    for name in sorted(set(table.secret) - listed):
+        lines += [f"Secret run only: {_cell(name)}: {_cell(table.secret[name])}", ""]
     return "\n".join(lines)
 
 
