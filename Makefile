@@ -17,10 +17,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# clang-22 (apt, where root), HIP 6.2 headers and device libraries into ~/.cache/amd-mixed-mla/hip (harness/hip_toolchain.py).
+# clang-22 (apt, where root), HIP 6.2 headers and device libraries into ~/.cache/amd-mixed-mla/hip (harness/compile/hip/toolchain.py).
 # Idempotent; never fails setup: it prints what it could not install.
 hip-toolchain: $(STAMP)
-	$(BIN)/python -m harness.hip_toolchain setup
+	$(BIN)/python -m harness.compile.hip.toolchain setup
 
 test: setup
 	$(BIN)/python -m pytest -q -m "not gpu"

@@ -33,7 +33,7 @@ python - "$HARNESS_LEDGER" <<'PY'
 import math
 import sys
 
-from harness import ledger
+from harness.results import ledger
 
 print(f"{'sub':>4} {'mode':<12} {'status':<6} {'geomean us':>10}  per-case us (or reason)")
 for r in ledger.read(sys.argv[1]):

@@ -1,4 +1,4 @@
-"""Write harness/data/aiter_api.json: the Python API of AMD's aiter at the runner's pinned commit, read with ast.
+"""Write harness/checks/data/aiter_api.json: the Python API of AMD's aiter at the runner's pinned commit, read with ast.
 
     python bench/extract_aiter_api.py [--repo PATH_TO_AITER_GIT] [--commit f3be04a12a]
 

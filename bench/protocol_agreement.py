@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import cases as case_lists  # noqa: E402
+from harness.run import cases as case_lists  # noqa: E402
 from harness import submission as subs  # noqa: E402
 
 OFFICIAL_DIR = REPO / ".peer" / "official"

@@ -39,7 +39,7 @@ python - "$HARNESS_LEDGER" <<'PY'
 import sys
 from pathlib import Path
 
-from harness import ledger
+from harness.results import ledger
 
 print(f"{'file':<26} {'mode':<12} {'status':<7} reason, else first warning")
 for record in ledger.read(sys.argv[1]):

@@ -9,7 +9,7 @@ import os
 import click
 
 from harness import __version__
-from harness.cases import MODES
+from harness.run.cases import MODES
 from harness.exits import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_PASSED, EXIT_USAGE, OneLineErrors,
                            reports_errors)
 
@@ -56,7 +56,7 @@ def scoreboard(baseline, ledger_file, output, chart, include_interpreter):
     """Regenerate scoreboard.md and its chart from the ledger."""
     import warnings
 
-    from harness import scoreboard as board
+    from harness.results import scoreboard as board
 
     _existing_ledger(ledger_file)
     with warnings.catch_warnings(record=True) as caught:
@@ -97,8 +97,9 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, l
 
     from rich.syntax import Syntax
 
-    from harness import diff as differ
-    from harness import display, records
+    from harness.results import diff as differ
+    from harness import display
+    from harness.results import records
 
     _existing_ledger(ledger_file)
     console = display.console()
@@ -136,7 +137,7 @@ def lint(submissions, as_json):
     import json
     from pathlib import Path
 
-    from harness import lint as linter
+    from harness.checks import lint as linter
     from harness import paths
     from harness import submission as subs
 
@@ -195,7 +196,9 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
     from rich.markup import escape
     from rich.table import Table
 
-    from harness import display, gate, paths, remote
+    from harness import display, paths
+    from harness.remote import gate
+    from harness.remote import submit as remote
 
     console = Console(highlight=False, soft_wrap=True)  # soft wrap: the command line stays copyable
     plan = remote.plan(submission, mode=mode, leaderboard=leaderboard, gpu=gpu, force=force)
@@ -270,7 +273,8 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from harness import display, paths, session
+    from harness import display, paths
+    from harness.run import session
     from harness import submission as subs
 
     if run_all and submissions:
@@ -382,7 +386,12 @@ def doctor(device):
 def compile_command(submission, target):
     """Compile a submission's kernels ahead of time (Triton kernels, or HIP load_inline sources for gfx950/gfx942)
     and report registers, spills, LDS/shared memory, occupancy, MFMA/MMA use."""
-    from harness import aot, compiled, display, ledger, protocol, session
+    from harness import display
+    from harness.compile import aot
+    from harness.compile import compiled
+    from harness.results import ledger
+    from harness.run import protocol
+    from harness.run import session
     from harness import platform as platforms
     from harness import submission as subs
 

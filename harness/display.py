@@ -9,8 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness import paths, protocol
-from harness.figures import format_us, geomean
+from harness import paths
+from harness.run import protocol
+from harness.results.figures import format_us, geomean
 
 STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "skip": "yellow"}
 PIPED_WIDTH = 200  # piped, rich assumes 80 columns and cuts table cells; a wide page keeps every column whole
@@ -234,7 +235,7 @@ def hip_table(report) -> Table:
 
 
 def print_hip_report(console, report) -> None:
-    """A HIP compile (harness/hip_compile.py): verdict line, per-kernel table, findings, diagnostics, notes."""
+    """A HIP compile (harness/compile/hip/compile.py): verdict line, per-kernel table, findings, diagnostics, notes."""
     colour = "green" if report.verdict == "ok" else "red" if report.blocking else "yellow"
     console.print(f"[bold]{escape(Path(report.path).name)} for {report.target}:[/] [{colour}]{report.verdict}[/] "
                   f"{escape(report.summary)} [dim]({report.seconds:.1f} s, precompiled header {report.pch or 'none'})[/]")

@@ -23,12 +23,12 @@ def reports_errors(command):
     """A bad input is one 'error:' line and exit 2; a harness bug is one line too, never a traceback."""
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
-        from harness.cases import CaseError
-        from harness.compiled import CompileError
-        from harness.diff import NothingComparable
+        from harness.run.cases import CaseError
+        from harness.compile.compiled import CompileError
+        from harness.results.diff import NothingComparable
         from harness.platform import PlatformError
-        from harness.popcorn_errors import RemoteError
-        from harness.session import ResultsError
+        from harness.remote.popcorn_errors import RemoteError
+        from harness.run.session import ResultsError
         from harness.submission import SubmissionError
 
         try:

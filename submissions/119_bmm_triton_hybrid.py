@@ -213,7 +213,7 @@ def merge_kv_splits_kernel(
 
 
 def _aot_spec(kernel: str, label: str, kv_type: str, write_partial: bool) -> dict:
-    """One representative launch of attend_kv_split_kernel for harness/aot.py (types as the JIT sees them)."""
+    """One representative launch of attend_kv_split_kernel for harness/compile/aot.py (types as the JIT sees them)."""
     tiles = TILE_CONFIGS[0]
     partial_type = "*fp32:16" if write_partial else "*bf16:16"
     return {
@@ -230,7 +230,7 @@ def _aot_spec(kernel: str, label: str, kv_type: str, write_partial: bool) -> dic
     }
 
 
-# Representative launches for ahead-of-time compiles (harness/aot.py): the largest tile, as on H200 and MI355X.
+# Representative launches for ahead-of-time compiles (harness/compile/aot.py): the largest tile, as on H200 and MI355X.
 AOT_SPECS = [
     _aot_spec("attend_kv_split_kernel", "flash, bf16 KV", "bf16", False),
     _aot_spec("attend_kv_split_kernel", "split-K, bf16 KV", "bf16", True),

@@ -386,7 +386,7 @@ def custom_kernel(data: input_t) -> output_t:
     return mla_decode(data)
 
 
-# Representative launches for ahead-of-time compilation (harness/aot.py documents the convention).
+# Representative launches for ahead-of-time compilation (harness/compile/aot.py documents the convention).
 _SPLIT_ARGS = {
     "q_ptr": "*bf16:16", "q_stride_t": "i32:16", "q_stride_h": "i32:16",
     "kv_ptr": "*u8:16", "kv_scale_ptr": "*u8:16", "kv_scale_stride": "i32",

@@ -611,7 +611,7 @@ def custom_kernel(data: input_t) -> output_t:
     return mla_decode(data)
 
 
-# Representative launches for ahead-of-time compilation (the convention of harness/aot.py).
+# Representative launches for ahead-of-time compilation (the convention of harness/compile/aot.py).
 _ARGS = {
     "q_ptr": "*bf16:16", "q_stride_t": "i32:16", "q_stride_h": "i32:16",
     "kv_ptr": "*fp8e4nv:16", "kv_scale_ptr": "*fp32:16", "kv_indptr_ptr": "*i32:16",
@@ -644,6 +644,6 @@ AOT_SPECS = [
     {"kernel": "mla_merge_dims_kernel", "label": "option merge_dims: merge by 128-dim slices, 32 splits per load",
      "signature": {"part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "out_ptr": "*bf16:16", "num_splits": "i32"},
      "constexprs": {"SPLITS_CHUNK": 32, "DIMS": 128}, "num_warps": 4},
-    # mla_fp8_gluon_kernel (the sm90 default) is a Gluon kernel: harness/aot.py compiles @triton.jit kernels
+    # mla_fp8_gluon_kernel (the sm90 default) is a Gluon kernel: harness/compile/aot.py compiles @triton.jit kernels
     # only; tests/test_kernel_201.py compiles it for sm90 with Gluon's own AST source.
 ]

@@ -3,7 +3,8 @@ land under the test's tmp_path, never in the tracked results/ (harness/paths.py 
 The HIP toolchain cache is pinned too, so tests that move $HOME still find it."""
 import pytest
 
-from harness import hip_toolchain, paths
+from harness import paths
+from harness.compile.hip import toolchain as hip_toolchain
 
 HIP_CACHE = hip_toolchain.cache_root()  # taken before any test moves $HOME: the one set up by `make setup`
 

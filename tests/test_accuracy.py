@@ -1,4 +1,4 @@
-"""harness/accuracy.py: the error measures behind the sharper verdict, on outputs the official check passes.
+"""harness/run/accuracy.py: the error measures behind the sharper verdict, on outputs the official check passes.
 
 One (batch 1, kv 8192) case: long sequences average many values, so outputs are small (~0.05 rms) and
 the official rtol = atol = 0.1 leaves a lot of room.
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import reference as ref
-from harness import accuracy
+from harness.run import accuracy
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "tests" / "samples"

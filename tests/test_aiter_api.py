@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import aiter_api
+from harness.checks import aiter_api
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "tests" / "samples" / "aiter"

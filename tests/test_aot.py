@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness import aot
+from harness.compile import aot
 from harness.cli import main
 
 REPO = Path(__file__).resolve().parent.parent

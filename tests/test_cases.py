@@ -1,7 +1,7 @@
 """cases.py: the official lists from task.yml, the small CPU set, user case files, the spec line."""
 import pytest
 
-from harness import cases
+from harness.run import cases
 
 
 def test_official_cases_come_from_task_yml():

@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness import chart, cli, exits, ledger, records, scoreboard
+from harness import cli, exits
+from harness.results import chart
+from harness.results import ledger
+from harness.results import records
+from harness.results import scoreboard
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "tests" / "samples"

@@ -5,9 +5,9 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from harness import diff as differ
-from harness.records import usable
-from harness import ledger
+from harness.results import diff as differ
+from harness.results.records import usable
+from harness.results import ledger
 from harness.cli import main
 
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "backend": "cuda"}

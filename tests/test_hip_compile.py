@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import hip_build, hip_compile, hip_hazards, hip_source, hip_toolchain
+from harness.compile.hip import build as hip_build
+from harness.compile.hip import compile as hip_compile
+from harness.checks import hip_hazards
+from harness.compile.hip import source as hip_source
+from harness.compile.hip import toolchain as hip_toolchain
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "tests" / "samples" / "hip"

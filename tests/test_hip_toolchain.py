@@ -1,7 +1,7 @@
 """HIP toolchain set-up: says what it cannot install instead of failing, and finds its cache where told."""
 import shutil
 
-from harness import hip_toolchain
+from harness.compile.hip import toolchain as hip_toolchain
 
 
 def test_no_apt_or_no_root_is_a_line_saying_what_is_missing(monkeypatch):

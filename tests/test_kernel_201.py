@@ -148,7 +148,7 @@ def test_submission_file_rules():
 
 @pytest.mark.slow
 def test_gfx950_compile_has_no_spills_and_fp8_mfma():
-    from harness import aot
+    from harness.compile import aot
 
     reports = aot.compile_submission(KERNEL_FILE, "gfx950")
     # The Gluon kernel is sm90-only and not a @triton.jit kernel the harness can compile: reported as skipped.

@@ -5,8 +5,9 @@ import sys
 
 import pytest
 
-from harness import ledger, paths
-from harness import records as records_module
+from harness import paths
+from harness.results import ledger
+from harness.results import records as records_module
 
 
 def _record(number, finished, mode="benchmark", device="NVIDIA H200", source="local"):

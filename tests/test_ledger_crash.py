@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import ledger
+from harness.results import ledger
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "samples" / "bad"

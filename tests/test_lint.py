@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.lint import MAX_BYTES, lint_file, lint_source
+from harness.checks.lint import MAX_BYTES, lint_file, lint_source
 
 REPO = Path(__file__).resolve().parent.parent
 HEADER = "#!POPCORN leaderboard amd-mixed-mla\n#!POPCORN gpu MI355X\n"

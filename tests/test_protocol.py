@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import ledger, protocol, worker
+from harness.results import ledger
+from harness.run import protocol
+from harness.run import worker
 from harness import platform as platforms
 from harness import submission as subs
 

@@ -1,7 +1,8 @@
 """records.py: the one record shape, checked once on reading, and the readers the views share."""
 import pytest
 
-from harness import ledger, records
+from harness.results import ledger
+from harness.results import records
 
 SPEC = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}
 STATS = {"runs": 3, "mean": 20000.0, "std": 10.0, "err": 5.0, "best": 19990.0, "worst": 20010.0}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import ledger
+from harness.results import ledger
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "samples" / "bad"
@@ -65,7 +65,7 @@ BATCHES = {
     "timeouts": ["--mode", "test", "--timeout", str(SHORT_TIMEOUT_S)],
     "leaderboard": ["--mode", "leaderboard"],
 }
-HARNESS_SOURCES = ("harness/worker.py", "harness/child.py", "harness/protocol.py", "harness/cli.py", "harness/timing.py")
+HARNESS_SOURCES = ("harness/run/worker.py", "harness/run/child.py", "harness/run/protocol.py", "harness/cli.py", "harness/run/timing.py")
 
 
 @dataclass
@@ -171,7 +171,7 @@ def test_a_flood_leaves_a_capped_log_and_a_short_table(batches):
 
 @pytest.fixture
 def trusted():
-    from harness import child
+    from harness.run import child
 
     child.trust_current_environment()
     yield child
@@ -211,7 +211,7 @@ def test_timed_calls_use_the_references_taken_before_the_import(trusted, monkeyp
              "torch.cuda.Event.record": lambda event: calls.append(f"record {event.name}"),
              "torch.cuda.Event.elapsed_time": lambda start, end: 0.002,  # ms
              "torch.cuda.synchronize": lambda: calls.append("synchronize"),
-             "harness.timing.flush_last_level_cache": lambda mode: calls.append(f"flush {mode}")}
+             "harness.run.timing.flush_last_level_cache": lambda mode: calls.append(f"flush {mode}")}
     for name, fake in fakes.items():
         monkeypatch.setitem(trusted._trusted, name, fake)
     result, duration = trusted._timed_call(lambda: calls.append("kernel") or "out", "cuda", "fast")
@@ -223,7 +223,7 @@ def test_timed_calls_use_the_references_taken_before_the_import(trusted, monkeyp
 def test_poison_pattern_is_recognised():
     import torch
 
-    from harness import poison
+    from harness.run import poison
 
     poisoned = torch.empty((2, 16, 512), dtype=torch.bfloat16)
     poisoned.view(torch.int16).fill_(poison.POISON_BITS)
@@ -245,7 +245,7 @@ def test_gpu_poisoning_allocates_every_big_enough_free_block(monkeypatch):
     """The GPU path, run on the CPU with the allocator's snapshot and torch.empty stood in for."""
     import torch
 
-    from harness import poison
+    from harness.run import poison
 
     output_bytes = 2 * 16 * 512 * 2
     segments = [{"blocks": [{"state": "inactive", "size": output_bytes * 3},
@@ -274,7 +274,8 @@ def test_gpu_poisoning_allocates_every_big_enough_free_block(monkeypatch):
 def test_worker_limits_and_the_reasons_they_give():
     import errno
 
-    from harness import child, limits
+    from harness.run import child
+    from harness.run import limits
 
     assert limits.parse_size("8G") == 8 << 30 and limits.parse_size("512MiB") == 512 << 20
     assert limits.parse_size("1000") == 1000

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import directives, ledger, paths, popcorn_errors, popcorn_report, ratelimit, remote
+from harness import paths
+from harness.checks import directives
+from harness.results import ledger
+from harness.remote import popcorn_errors
+from harness.remote import popcorn_report
+from harness.remote import ratelimit
+from harness.remote import submit as remote
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "popcorn"

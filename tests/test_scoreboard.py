@@ -4,10 +4,12 @@ from datetime import datetime, timezone
 import pytest
 from click.testing import CliRunner
 
-from harness import floors as bandwidth_floors
-from harness import ledger, paths, records
-from harness.figures import geomean
-from harness import scoreboard as board
+from harness.results import floors as bandwidth_floors
+from harness import paths
+from harness.results import ledger
+from harness.results import records
+from harness.results.figures import geomean
+from harness.results import scoreboard as board
 from harness.cli import main
 
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "backend": "cuda"}

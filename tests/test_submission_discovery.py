@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import ledger
+from harness.results import ledger
 from harness import platform as platforms
 from harness import submission as subs
 

@@ -281,7 +281,7 @@ def test_119_passes_through_the_triton_interpreter_on_every_path():
 # ---------------------------------------------------------------------------
 
 def test_119_compiles_for_gfx950_with_mfma():
-    from harness.aot import compile_submission
+    from harness.compile.aot import compile_submission
 
     reports = compile_submission(OWN["119"], "gfx950")
     assert {r.kernel for r in reports} == {"attend_kv_split_kernel", "merge_kv_splits_kernel"}
@@ -294,7 +294,7 @@ def test_119_compiles_for_gfx950_with_mfma():
 
 
 def test_119_fits_h200_shared_memory():
-    from harness.aot import compile_submission
+    from harness.compile.aot import compile_submission
 
     for report in compile_submission(OWN["119"], "sm90"):
         assert report.error is None and not report.skipped, report

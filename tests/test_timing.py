@@ -5,7 +5,7 @@ import time
 import pytest
 import torch
 
-from harness import timing
+from harness.run import timing
 
 
 def test_stats_match_hand_computed_values():

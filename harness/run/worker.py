@@ -1,11 +1,11 @@
-"""The parent's handle on a submission's worker process (the child is harness/child.py).
+"""The parent's handle on a submission's worker process (the child is harness/run/child.py).
 
 `Worker.call(op, timeout_s, **args)` sends one request and waits for the reply, like the official
 eval.py's pool.apply. A crash (non-zero exit, signal) or a case that runs past its limit kills the
 child and becomes an error/timeout reply with one clear reason; the next call starts a fresh child.
 The child answers over a private pipe that nothing the submission starts can inherit (like the
 official PopcornOutput); its stdout and stderr go to a log file, of which the parent shows only a
-capped tail. Message shapes are in harness/child.py.
+capped tail. Message shapes are in harness/run/child.py.
 """
 import json
 import os
@@ -98,7 +98,7 @@ class Worker:
             log.write(f"=== worker started {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
             log.flush()
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "harness.child", "--submission", str(self.submission_path),
+                [sys.executable, "-m", "harness.run.child", "--submission", str(self.submission_path),
                  "--request-fd", str(request_read), "--reply-fd", str(reply_write), "--parent", str(os.getpid())],
                 cwd=REPO_ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 pass_fds=(request_read, reply_write), start_new_session=True,

@@ -4,7 +4,7 @@ Read it top to bottom like eval.py:
   1. seeds: the secret POPCORN_SEED is combined with every case seed (Cantor pairing);
   2. the modes: run_tests, run_benchmarks, run_leaderboard, run_profile send one case at a time to the
      worker (eval.py's pool.apply), with eval.py's repeat and time budgets; what each request does
-     inside the worker is harness/child.py's `_run_single_*`;
+     inside the worker is harness/run/child.py's `_run_single_*`;
   3. evaluate: one submission, one mode, all cases -> a RunResult; record() turns it into a ledger record.
 """
 import dataclasses
@@ -13,13 +13,16 @@ import os
 import time
 from pathlib import Path
 
-from harness import lint, paths, records, timing
-from harness.cases import MODES, spec_line
-from harness.figures import geomean
-from harness.limits import invalid_limits
+from harness import paths
+from harness.checks import lint
+from harness.results import records
+from harness.run import timing
+from harness.run.cases import MODES, spec_line
+from harness.results.figures import geomean
+from harness.run.limits import invalid_limits
 from harness.platform import Platform, can_run
 from harness.submission import Submission
-from harness.worker import Worker
+from harness.run.worker import Worker
 
 
 
@@ -66,7 +69,7 @@ class CaseResult:
     notes: dict = dataclasses.field(default_factory=dict)
     report: str = ""  # profile mode: the profiler table
     log_tail: str = ""  # what the child printed last, when it crashed or raised
-    accuracy: dict | None = None  # the sharper verdict's figures (harness/accuracy.py) of a checked output
+    accuracy: dict | None = None  # the sharper verdict's figures (harness/run/accuracy.py) of a checked output
 
     def record(self) -> dict:
         return {"spec": self.spec, "status": self.status, "message": self.message,
@@ -369,7 +372,7 @@ def geomean_ns(run: RunResult) -> float | None:
 
 
 def record(run: RunResult, checkout: dict | None = None) -> records.Record:
-    """The ledger record of one run (its shape: harness/records.py); `checkout` is the git commit that ran it."""
+    """The ledger record of one run (its shape: harness/results/records.py); `checkout` is the git commit that ran it."""
     sub = run.submission
     return records.new_record(
         source="local",

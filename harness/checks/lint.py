@@ -8,8 +8,8 @@ Five families of rules, each finding carrying a rule name, a line and whether it
   monkeypatching, outputs replayed from a cache, obfuscated exec, token-pasted CUDA names,
   run-time package installs;
 - KernelGuard's flag-only rules (CUDA graphs, torch.compile, plain exec/eval, threads, ...): warnings;
-- HIP sources: an MFMA issued through inline asm, which LLVM's hazard recognizer cannot see (harness/hip_hazards.py);
-- aiter: names and calls checked against the runner's pinned aiter (harness/aiter_api.py); a call that cannot
+- HIP sources: an MFMA issued through inline asm, which LLVM's hazard recognizer cannot see (harness/checks/hip_hazards.py);
+- aiter: names and calls checked against the runner's pinned aiter (harness/checks/aiter_api.py); a call that cannot
   bind fails on the runner, so it blocks unless the import is guarded.
 
 The checks are heuristics over Python's ast plus a few text patterns. The replay rules only look at
@@ -20,10 +20,12 @@ import ast
 import re
 from pathlib import Path
 
-from harness import aiter_api, directives, hip_hazards
-from harness.directives import GPU, LEADERBOARD
-from harness.findings import FORBIDDEN_WORD, MAX_BYTES, Finding
-from harness.kernelguard import AstRules
+from harness.checks import aiter_api
+from harness.checks import directives
+from harness.checks import hip_hazards
+from harness.checks.directives import GPU, LEADERBOARD
+from harness.checks.findings import FORBIDDEN_WORD, MAX_BYTES, Finding
+from harness.checks.kernelguard import AstRules
 
 
 def lint_file(path) -> list[Finding]:

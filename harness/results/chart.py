@@ -7,8 +7,8 @@ scoreboard leaves them out unless asked).
 """
 from pathlib import Path
 
-from harness.floors import copy_bandwidth, floor_ns
-from harness.records import shape_label
+from harness.results.floors import copy_bandwidth, floor_ns
+from harness.results.records import shape_label
 
 RANKED_FIRST = ("leaderboard", "benchmark")
 FLOOR_STYLES = {"bf16": ":", "fp8": "--", "mxfp4": "-."}

@@ -1,6 +1,6 @@
 """The ledger record: the one shape every result has, local or remote, and the readers the views share.
 
-A record is a plain JSON object (one line of results/ledger.jsonl; harness/ledger.py writes and reads the
+A record is a plain JSON object (one line of results/ledger.jsonl; harness/results/ledger.py writes and reads the
 file). Its fields, documented once here as TypedDicts; `stats` values are nanoseconds. `new_record`
 builds one from plain values (protocol.py and remote.py call it); `load` reads the ledger, checks every
 record once and fills what older records lack, so views read fields directly.
@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 from typing import TypedDict
 
-from harness import ledger
+from harness.results import ledger
 from harness.paths import REPO_ROOT, in_repository
 
 SCHEMA_VERSION = 1
@@ -48,7 +48,7 @@ class CaseRecord(TypedDict):
     message: str
     stats: Stats | None  # timed modes only
     notes: dict          # the submission's LAST_RUN_INFO (local), printed values (remote)
-    accuracy: dict | None  # relative_error, outside_share, noise_floor, noise_multiple, warnings (harness/accuracy.py)
+    accuracy: dict | None  # relative_error, outside_share, noise_floor, noise_multiple, warnings (harness/run/accuracy.py)
 
 
 class Record(TypedDict):
@@ -67,7 +67,7 @@ class Record(TypedDict):
     warnings: list[str]
     started: str         # ISO 8601, UTC
     finished: str
-    remote: dict | None  # remote records only; keys in harness/remote.py
+    remote: dict | None  # remote records only; keys in harness/remote/submit.py
     interpreter: bool    # Triton ran through TRITON_INTERPRET on a CPU: correctness counts, the times do not
     git: dict | None     # {"commit": "<sha>", "dirty": bool} of the checkout that ran it; None outside git
 

@@ -1,4 +1,4 @@
-"""KernelGuard's rules that can be seen in a submission's syntax tree (harness/lint.py runs them).
+"""KernelGuard's rules that can be seen in a submission's syntax tree (harness/checks/lint.py runs them).
 
 Hard rules: timer and evaluator monkeypatching, outputs replayed from a cache, obfuscated exec,
 run-time package installs. Flag-only rules (CUDA graphs, torch.compile, plain exec/eval, threads, ...)
@@ -8,7 +8,7 @@ as the cached value is not handed back as the output.
 """
 import ast
 
-from harness.findings import FORBIDDEN_WORD, Finding
+from harness.checks.findings import FORBIDDEN_WORD, Finding
 
 # Timing machinery the evaluator relies on; replacing any of it fakes the measurement.
 _TIMER_ATTRS = {"Event", "elapsed_time", "record", "synchronize", "perf_counter", "perf_counter_ns",

@@ -2,7 +2,7 @@
 
 Reading order: `build_tables` turns ledger records into one `Table` per (device, mode, cases,
 remote run) holding the latest record of each submission; `render_markdown` writes the page;
-harness/chart.py draws the chart from the same tables; `regenerate` does all three.
+harness/results/chart.py draws the chart from the same tables; `regenerate` does all three.
 Everything here only reads the ledger.
 """
 from __future__ import annotations
@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness import paths, records
-from harness.chart import draw_chart
-from harness.floors import KV_BYTES_PER_TOKEN, copy_bandwidth, floor_ns
-from harness.figures import format_us, geomean
-from harness.records import case_means, case_verdicts, label, shape_label
+from harness import paths
+from harness.results import records
+from harness.results.chart import draw_chart
+from harness.results.floors import KV_BYTES_PER_TOKEN, copy_bandwidth, floor_ns
+from harness.results.figures import format_us, geomean
+from harness.results.records import case_means, case_verdicts, label, shape_label
 
 TIMED_MODES = ("benchmark", "leaderboard")
 MODE_ORDER = ("test", "benchmark", "leaderboard", "profile")

@@ -21,7 +21,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from harness import hip_toolchain
+from harness.compile.hip import toolchain as hip_toolchain
 
 # Flags that may differ between the PCH and the file using it (checked with clang 22); all others key the PCH.
 _TU_ONLY = re.compile(r"^(-ffp-contract=|-fgpu-flush-denormals-to-zero|-fno-gpu-flush-denormals-to-zero|"

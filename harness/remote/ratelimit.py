@@ -9,8 +9,9 @@ import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from harness import ledger, paths
-from harness.popcorn_errors import RemoteError
+from harness import paths
+from harness.results import ledger
+from harness.remote.popcorn_errors import RemoteError
 
 DEFAULT_RATE_LIMITS = {"leaderboard": 1, "test": 6}
 RATE_LIMIT_ENV = {"leaderboard": "HARNESS_RATE_LIMIT_LEADERBOARD", "test": "HARNESS_RATE_LIMIT_TEST"}

@@ -3,12 +3,12 @@
 Read top to bottom:
   1. settings (deadline, popcorn-cli, the remote device);
   2. report -> ledger records (one per run and stage, public and secret runs apart); the report
-     itself is parsed by harness/popcorn_report.py, popcorn-cli's errors by harness/popcorn_errors.py;
-  3. the flow: `plan()` decides what would be sent (names, command, rate limit: harness/ratelimit.py),
-     the CLI runs the gate (harness/gate.py), `send()` runs popcorn-cli and records the outcome.
+     itself is parsed by harness/remote/popcorn_report.py, popcorn-cli's errors by harness/remote/popcorn_errors.py;
+  3. the flow: `plan()` decides what would be sent (names, command, rate limit: harness/remote/ratelimit.py),
+     the CLI runs the gate (harness/remote/gate.py), `send()` runs popcorn-cli and records the outcome.
 Nothing here prints: harness/cli.py shows what these functions return.
 
-Ledger records written here (shape in harness/records.py) carry source "remote", device
+Ledger records written here (shape in harness/results/records.py) carry source "remote", device
 REMOTE_DEVICE and a `remote` dict:
   {"run": "public" | "secret" | null (no report came back), "stage": "test" | "benchmark" |
    "leaderboard" | null, "submitted_mode": mode sent, "leaderboard": ..., "gpu": ...,
@@ -34,14 +34,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
-from harness import __version__, ledger, paths, records
-from harness.cases import MODES as LOCAL_MODES
-from harness.directives import GPU as DEFAULT_GPU
-from harness.directives import LEADERBOARD as DEFAULT_LEADERBOARD
-from harness.directives import read_directives
-from harness.popcorn_errors import RATE_LIMIT_MESSAGE, RemoteError, classify_failure
-from harness.popcorn_report import Report, ReportFormatError, ShapeResult, Stage, parse_report
-from harness.ratelimit import RateCheck, check_rate_limit, mode_category, note_sent, utc_now
+from harness import __version__, paths
+from harness.results import ledger
+from harness.results import records
+from harness.run.cases import MODES as LOCAL_MODES
+from harness.checks.directives import GPU as DEFAULT_GPU
+from harness.checks.directives import LEADERBOARD as DEFAULT_LEADERBOARD
+from harness.checks.directives import read_directives
+from harness.remote.popcorn_errors import RATE_LIMIT_MESSAGE, RemoteError, classify_failure
+from harness.remote.popcorn_report import Report, ReportFormatError, ShapeResult, Stage, parse_report
+from harness.remote.ratelimit import RateCheck, check_rate_limit, mode_category, note_sent, utc_now
 
 # ---------------------------------------------------------------------------------------------
 # 1. Settings

@@ -9,7 +9,11 @@ import dataclasses
 import subprocess
 import tempfile
 
-from harness import cases, ledger, paths, protocol, timing
+from harness import paths
+from harness.run import cases
+from harness.results import ledger
+from harness.run import protocol
+from harness.run import timing
 from harness import platform as platforms
 from harness.submission import Submission
 

@@ -4,7 +4,7 @@ Append-only. Each record is written with a single os.write on an O_APPEND descri
 exclusive flock, so two harness runs never interleave and a killed run leaves at most one torn
 last line, which readers skip with a warning. Only the parent process writes here (never a
 submission's worker), so a crashing submission cannot tear a record. The record's shape is
-harness/records.py's; this module only moves lines (the remote sent log uses it too).
+harness/results/records.py's; this module only moves lines (the remote sent log uses it too).
 """
 import fcntl
 import json

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from rich.table import Table as RichTable
 
-from harness import records
-from harness.figures import format_us, geomean
+from harness.results import records
+from harness.results.figures import format_us, geomean
 from harness.paths import REPO_ROOT, SUBMISSIONS_DIR
-from harness.records import case_means, label, shape_label
+from harness.results.records import case_means, label, shape_label
 
 NUMBERED_NAME = re.compile(r"^(\d+)_")
 
@@ -124,7 +124,7 @@ def _why_nothing(timed: list, a: str, b: str, device: str | None, mode: str | No
 
 def compare(everything: list[dict], a: str, b: str, *, device: str | None = None, mode: str | None = None,
             include_interpreter: bool = False) -> Comparison:
-    """B against A on their most recent comparable records (harness/records.py); NothingComparable when none."""
+    """B against A on their most recent comparable records (harness/results/records.py); NothingComparable when none."""
     ref_a, ref_b = parse_ref(a), parse_ref(b)
     timed = {}
     for ref in (ref_a, ref_b):

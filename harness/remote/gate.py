@@ -9,9 +9,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import compiled, paths
-from harness.directives import header_leaderboard
-from harness.lint import lint_file
+from harness import paths
+from harness.compile import compiled
+from harness.checks.directives import header_leaderboard
+from harness.checks.lint import lint_file
 from harness.platform import can_run, detect
 
 GATE_RUN_TIMEOUT_S = 1800

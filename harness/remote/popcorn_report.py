@@ -3,7 +3,7 @@
 timings), from v1.3.16 on a JSON summary (pass/fail and score per run, no timings); `parse_report` takes
 either and returns a `Report` of `RunReport`s (public and secret runs apart) with their `Stage`s and
 `ShapeResult`s, times kept as `PrintedTime`s. It only reads text and knows nothing about sending, the
-local gate or the ledger (harness/remote.py does those).
+local gate or the ledger (harness/remote/submit.py does those).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import json
 import re
 import statistics
 
-from harness import cases
+from harness.run import cases
 
 class ReportFormatError(ValueError):
     """popcorn's output is not a report this parser knows."""

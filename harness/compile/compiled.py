@@ -1,10 +1,13 @@
-"""Ahead-of-time compiles of a submission, whatever its kernels are written in: Triton (harness/aot.py, for
-gfx950 / gfx942 / sm90) and HIP load_inline sources (harness/hip_compile.py, gfx950 / gfx942). The CLI's
+"""Ahead-of-time compiles of a submission, whatever its kernels are written in: Triton (harness/compile/aot.py, for
+gfx950 / gfx942 / sm90) and HIP load_inline sources (harness/compile/hip/compile.py, gfx950 / gfx942). The CLI's
 `compile` and the submit gate both ask here, so both see the same verdict."""
 import dataclasses
 from pathlib import Path
 
-from harness import aot, hip_compile, hip_source, records
+from harness.compile import aot
+from harness.compile.hip import compile as hip_compile
+from harness.compile.hip import source as hip_source
+from harness.results import records
 from harness.submission import needs_of
 
 

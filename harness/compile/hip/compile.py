@@ -19,9 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import hip_build, hip_hazards, hip_source, hip_toolchain
-from harness.aot import KernelReport
-from harness.findings import Finding
+from harness.compile.hip import build as hip_build
+from harness.checks import hip_hazards
+from harness.compile.hip import source as hip_source
+from harness.compile.hip import toolchain as hip_toolchain
+from harness.compile.aot import KernelReport
+from harness.checks.findings import Finding
 
 TARGETS = ("gfx950", "gfx942")
 NOTE = ("upstream LLVM 22 with HIP 6.2 headers (triton 3.5.1 wheel) and this machine's torch headers, "
@@ -242,7 +245,7 @@ def _verdict(report: HipCompileReport) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """python -m harness.hip_compile FILE [gfx950|gfx942]: a plain-text report (the CLI prints a table)."""
+    """python -m harness.compile.hip.compile FILE [gfx950|gfx942]: a plain-text report (the CLI prints a table)."""
     report = compile_file(argv[0], argv[1] if len(argv) > 1 else "gfx950")
     print(f"{report.path} for {report.target}: {report.verdict}: {report.summary}  ({report.seconds:.1f} s, "
           f"pch {report.pch or 'none'})")

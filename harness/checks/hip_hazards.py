@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from harness.findings import Finding
+from harness.checks.findings import Finding
 
 RULE = "INLINE_ASM_MFMA"
 # asm / __asm__ (optionally volatile), then string literals up to the first colon; the text mentions an MFMA.

@@ -228,7 +228,7 @@ def compile_submission(path: str | Path, target: str) -> list[KernelReport]:
     kernels = find_kernels(module)
     specs = getattr(module, "AOT_SPECS", [])
     if not isinstance(specs, (list, tuple)) or not all(isinstance(s, dict) for s in specs):
-        raise AotError("AOT_SPECS must be a list of dicts (see harness/aot.py)")
+        raise AotError("AOT_SPECS must be a list of dicts (see harness/compile/aot.py)")
     for spec in specs:
         if spec.get("kernel") not in kernels:
             raise AotError(f"AOT_SPECS names kernel {spec.get('kernel')!r}, which is not a @triton.jit "

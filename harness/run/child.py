@@ -1,4 +1,4 @@
-"""Everything that runs inside a submission's worker process: `python -m harness.child`.
+"""Everything that runs inside a submission's worker process: `python -m harness.run.child`.
 
 The official eval.py runs `_run_single_*` in a spawned pool of one; this is that process. Read it
 top to bottom:
@@ -6,7 +6,7 @@ top to bottom:
      poisoned memory so an output nobody wrote cannot pass;
   2. the operations `_run_single_test / _benchmark / _profile`, one per request from the parent;
   3. `child_main`: limits, the `import submission` finder, and the request loop over a private pipe.
-The parent side (harness/worker.py) sends requests and enforces time limits; this process never
+The parent side (harness/run/worker.py) sends requests and enforces time limits; this process never
 writes the ledger. Messages are JSON lines:
   request {"op": "test" | "benchmark" | "profile", "args": {...}, "nonce": "<hex>"}
   reply   {"ok": true, "result": {...}, "nonce": ...} or
@@ -26,10 +26,11 @@ import signal
 import sys
 import traceback
 
-from harness import accuracy, timing
-from harness.limits import format_size, memory_limit, output_limit
+from harness.run import accuracy
+from harness.run import timing
+from harness.run.limits import format_size, memory_limit, output_limit
 from harness.paths import REPO_ROOT
-from harness.poison import poison_output_memory, poisoned_share
+from harness.run.poison import poison_output_memory, poisoned_share
 
 SEED_STEP = 13  # leaderboard mode: every timed call gets fresh input from seed += 13
 
@@ -54,7 +55,7 @@ class TamperError(Verdict):
 GUARDED = ("torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
            "torch.cuda.Event.synchronize", "torch.cuda.synchronize", "time.perf_counter_ns",
            "reference.generate_input", "reference.ref_kernel", "reference.check_implementation",
-           "torch.Tensor.clone", "torch.isclose", "harness.timing.flush_last_level_cache")
+           "torch.Tensor.clone", "torch.isclose", "harness.run.timing.flush_last_level_cache")
 _trusted: dict = {}
 
 def _resolve(dotted: str):
@@ -97,7 +98,7 @@ def verify_untampered() -> None:
 
 
 def _accuracy(data, output, noise: float | None) -> dict | None:
-    """The sharper verdict (harness/accuracy.py) beside the official one; None when the output has no comparable
+    """The sharper verdict (harness/run/accuracy.py) beside the official one; None when the output has no comparable
     shape. `noise`: the reference's own noise when an earlier call of the same shape measured it."""
     import reference
 
@@ -143,7 +144,7 @@ def _timed_call(fn, device: str, flush: str):
         event=_trusted_object("torch.cuda.Event"),
         record=_trusted_object("torch.cuda.Event.record"),
         elapsed_time=_trusted_object("torch.cuda.Event.elapsed_time"),
-        flush=_trusted_object("harness.timing.flush_last_level_cache"),
+        flush=_trusted_object("harness.run.timing.flush_last_level_cache"),
     )
     return timing.time_call(fn, device, flush, clocks)
 
@@ -370,7 +371,7 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def child_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.child")
+    parser = argparse.ArgumentParser(prog="python -m harness.run.child")
     parser.add_argument("--submission", required=True)
     parser.add_argument("--request-fd", type=int, required=True)
     parser.add_argument("--reply-fd", type=int, required=True)

@@ -8,7 +8,7 @@ Everything third-party lives in a cache folder, never in the repository (DESIGN 
 - a c10/hip + ATen/hip overlay made by torch's own hipify from the pip torch's c10/cuda and ATen/cuda,
   plus declaration-only stubs for the few ROCm library headers those include.
 
-`python -m harness.hip_toolchain setup` makes it (idempotent); `status` says what is there.
+`python -m harness.compile.hip.toolchain setup` makes it (idempotent); `status` says what is there.
 """
 from __future__ import annotations
 
@@ -348,7 +348,7 @@ def main(argv: list[str]) -> int:
         print(f"HIP toolchain: {chain.clang} with HIP 6.2 headers from {TRITON_WHEEL}, torch {chain.torch_version}, "
               f"cache {chain.cache}")
         return 0
-    print("usage: python -m harness.hip_toolchain setup [--strict] | status", file=sys.stderr)
+    print("usage: python -m harness.compile.hip.toolchain setup [--strict] | status", file=sys.stderr)
     return 2
 
 

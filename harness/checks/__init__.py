@@ -1,0 +1,1 @@
+"""Static checks on a submission's text: the server's rules, KernelGuard's rules, HIP hazards, the aiter API."""
