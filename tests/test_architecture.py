@@ -1,28 +1,58 @@
-"""The package's shape: imports run one way (no cycle), no module grows past ~450 lines, the child stays apart."""
+"""The package's shape: groups in folders, imports run one way between modules and between groups (no cycle),
+no module grows past ~450 lines, the child stays apart."""
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "harness"
 MAX_LINES = 450
+GROUPS = ("run", "results", "compile", "remote", "checks")
+# The modules that run inside the submission's process (harness.run.child and what it may import).
+CHILD_SIDE = {"run.child", "run.timing", "run.limits", "run.poison", "run.accuracy", "paths"}
 
 
-def harness_imports(path: Path) -> set[str]:
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    """'run.child' for harness/run/child.py, 'cli' for harness/cli.py ('run' for a group's __init__)."""
+    parts = list(path.relative_to(package).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1] or ["__init__"]
+    return ".".join(parts)
+
+
+def harness_imports(path: Path, known: set[str]) -> set[str]:
     """The harness modules a file imports, at any depth (function-level imports count too)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "harness":
-            if node.module == "harness":
-                found |= {alias.name for alias in node.names if (PACKAGE / f"{alias.name}.py").exists()}
-            else:
-                found.add(node.module.split(".")[1])
+            base = node.module.removeprefix("harness").lstrip(".")
+            for alias in node.names:
+                leaf = f"{base}.{alias.name}" if base else alias.name
+                found.add(leaf if leaf in known else base)
         elif isinstance(node, ast.Import):
-            found |= {alias.name.split(".")[1] for alias in node.names
-                      if alias.name.startswith("harness.") and alias.name.count(".") >= 1}
-    return found
+            found |= {alias.name.removeprefix("harness.") for alias in node.names if alias.name.startswith("harness.")}
+    return {name for name in found if name}
 
 
-def import_graph() -> dict[str, set[str]]:
-    return {path.stem: harness_imports(path) - {path.stem} for path in PACKAGE.glob("*.py")}
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    files = {module_name(path, package): path for path in package.rglob("*.py")}
+    return {name: harness_imports(path, set(files)) - {name} for name, path in files.items()}
+
+
+def group_of(module: str) -> str:
+    """The folder a module lives in ('top' for harness/*.py)."""
+    head = module.split(".")[0]
+    return head if head in GROUPS else "top"
+
+
+def group_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    groups: dict[str, set[str]] = {}
+    for module, imported in graph.items():
+        groups.setdefault(group_of(module), set()).update(group_of(target) for target in imported)
+    for group, targets in groups.items():
+        targets.discard(group)
+    groups.pop("top", None)  # the shared top (cli, display, ...) may reach every group; groups reach it
+    for targets in groups.values():
+        targets.discard("top")
+    return groups
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -49,30 +79,93 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def group_rule_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every broken rule between groups, as one line each (empty when the package keeps them)."""
+    broken = []
+    for module, imported in sorted(graph.items()):
+        if group_of(module) == "results":
+            for target in sorted(imported):
+                if group_of(target) in {"run", "compile", "remote"}:
+                    broken.append(f"results/ must not import {group_of(target)}/: {module} imports {target}")
+        if module != "cli":
+            for target in sorted(imported & {"display", "exits"}):
+                broken.append(f"only cli imports display or exits: {module} imports {target}")
+    outside = reachable(graph, "run.child") - CHILD_SIDE
+    if outside:
+        broken.append(f"the child reaches parent modules: {sorted(outside)}")
+    cycle = find_cycle(group_graph(graph))
+    if cycle:
+        broken.append(f"groups import in a cycle: {' -> '.join(cycle)}")
+    return broken
+
+
 def test_the_cycle_finder_finds_a_planted_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+def test_the_harness_folder_shows_its_groups():
+    top_files = sorted(path.name for path in PACKAGE.glob("*.py"))
+    folders = sorted(path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists())
+    assert len(top_files) <= 10, top_files
+    assert set(GROUPS) <= set(folders), folders
+
+
 def test_no_import_cycle_in_the_package():
     graph = import_graph()
-    assert {"cli", "protocol", "worker", "child", "records"} <= set(graph)
+    assert {"cli", "run.protocol", "run.worker", "run.child", "results.records"} <= set(graph)
     assert find_cycle(graph) is None
 
 
 def test_arrows_run_one_way():
     graph = import_graph()
-    assert "protocol" in graph["session"] and "worker" in graph["protocol"]
-    assert graph["worker"].isdisjoint({"protocol", "child", "cli", "session"})
-    # The child process imports only what runs beside the submission.
-    assert graph["child"] <= {"timing", "limits", "paths", "accuracy", "poison"}
+    assert "run.protocol" in graph["run.session"] and "run.worker" in graph["run.protocol"]
+    assert graph["run.worker"].isdisjoint({"run.protocol", "run.child", "cli", "run.session"})
     # Views read records; they never reach into how submissions are read or run.
-    for view in ("scoreboard", "diff", "chart"):
-        assert graph[view].isdisjoint({"submission", "protocol", "worker", "child", "cli", "session"}), view
+    for view in ("results.scoreboard", "results.diff", "results.chart"):
+        assert graph[view].isdisjoint({"submission", "run.protocol", "run.worker", "run.child", "cli",
+                                       "run.session"}), view
     for module, imported in graph.items():
         assert "cli" not in imported, f"{module} imports the CLI"
 
 
+def test_the_rules_between_groups_hold():
+    assert group_rule_violations(import_graph()) == []
+
+
+def test_the_group_rules_catch_a_results_module_importing_run(tmp_path):
+    """A copy of the package where results/records.py imports run/protocol.py breaks the rule, by name."""
+    import shutil
+    copy = tmp_path / "harness"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    records = copy / "results" / "records.py"
+    records.write_text(records.read_text(encoding="utf-8") + "\nfrom harness.run import protocol\n", encoding="utf-8")
+    broken = group_rule_violations(import_graph(copy))
+    assert "results/ must not import run/: results.records imports run.protocol" in broken
+    assert any(line.startswith("groups import in a cycle") for line in broken)
+
+
+def test_the_group_rules_catch_the_child_reaching_the_parent(tmp_path):
+    import shutil
+    copy = tmp_path / "harness"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    child = copy / "run" / "child.py"
+    child.write_text(child.read_text(encoding="utf-8") + "\nfrom harness.results import ledger\n", encoding="utf-8")
+    assert any("the child reaches parent modules" in line for line in group_rule_violations(import_graph(copy)))
+
+
 def test_no_module_is_too_long():
-    lengths = {path.name: len(path.read_text(encoding="utf-8").splitlines()) for path in PACKAGE.glob("*.py")}
-    assert lengths and all(n <= MAX_LINES for n in lengths.values()), {k: n for k, n in lengths.items() if n > MAX_LINES}
+    lengths = {str(path.relative_to(PACKAGE)): len(path.read_text(encoding="utf-8").splitlines())
+               for path in PACKAGE.rglob("*.py")}
+    assert lengths and all(n <= MAX_LINES for n in lengths.values()), {k: n for k, n in lengths.items()
+                                                                      if n > MAX_LINES}
