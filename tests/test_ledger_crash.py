@@ -99,7 +99,7 @@ def test_kill_9_during_a_write_leaves_a_torn_line_that_the_next_run_steps_over(t
     # What a writer killed inside os.write leaves: half a record, no newline.
     with open(path, "ab") as f:
         f.write(b'{"run_id": "torn", "status": "pa')
-    writer = subprocess.run([sys.executable, "-c", "import sys; from harness import ledger; "
+    writer = subprocess.run([sys.executable, "-c", "import sys; from harness.results import ledger; "
                              "ledger.append({'run_id': 'after', 'status': 'fail'}, sys.argv[1])", str(path)],
                             cwd=REPO, capture_output=True, text=True, timeout=60)
     assert writer.returncode == 0, writer.stderr
@@ -122,7 +122,7 @@ def test_two_harness_runs_at_once_and_heavy_concurrent_appends(tmp_path):
                              env=environment(path), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             for names in files.values()]
     # Meanwhile two writers append large records (well past PIPE_BUF and a page) as fast as they can.
-    appender = ("import sys; from harness import ledger\n"
+    appender = ("import sys; from harness.results import ledger\n"
                 "for i in range(150):\n"
                 "    ledger.append({'writer': sys.argv[1], 'i': i, 'pad': 'y' * 70000}, sys.argv[2])\n")
     writers = [subprocess.Popen([sys.executable, "-c", appender, name, str(path)], cwd=REPO) for name in ("w1", "w2")]
