@@ -1,4 +1,4 @@
-"""cases.py: the official lists from task.yml, the small CPU set, user case files, the spec line."""
+"""run/cases.py: the official lists from task.yml, the small CPU set, user case files, the spec line."""
 import pytest
 
 from harness.run import cases

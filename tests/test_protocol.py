@@ -1,4 +1,4 @@
-"""protocol.py + worker.py + child.py, through real child processes on small CPU cases."""
+"""run/protocol.py + run/worker.py + run/child.py, through real child processes on small CPU cases."""
 import importlib.util
 import time
 from pathlib import Path

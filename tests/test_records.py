@@ -1,4 +1,4 @@
-"""records.py: the one record shape, checked once on reading, and the readers the views share."""
+"""results/records.py: the one record shape, checked once on reading, and the readers the views share."""
 import pytest
 
 from harness.results import ledger

@@ -1,4 +1,4 @@
-"""timing.py: the official statistics, the official stopping rule, timing one call, the cache flushes."""
+"""run/timing.py: the official statistics, the official stopping rule, timing one call, the cache flushes."""
 import math
 import time
 

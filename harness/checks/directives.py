@@ -1,8 +1,8 @@
 """`#!POPCORN key value` directives, read the two ways that matter.
 
 popcorn-cli reads them from any line that starts (column 0) with `#` or `//`, a later line overriding
-an earlier one; the server reads them only from the file's first comment block. lint.py checks them,
-remote.py takes the leaderboard and GPU from them.
+an earlier one; the server reads them only from the file's first comment block. checks/lint.py checks them,
+remote/submit.py takes the leaderboard and GPU from them.
 """
 import dataclasses
 

@@ -2,7 +2,7 @@
 
 A record is a plain JSON object (one line of results/ledger.jsonl; harness/results/ledger.py writes and reads the
 file). Its fields, documented once here as TypedDicts; `stats` values are nanoseconds. `new_record`
-builds one from plain values (protocol.py and remote.py call it); `load` reads the ledger, checks every
+builds one from plain values (run/protocol.py and remote/submit.py call it); `load` reads the ledger, checks every
 record once and fills what older records lack, so views read fields directly.
 """
 from __future__ import annotations
