@@ -221,10 +221,14 @@ def mla_fp8_kernel(
 
 
 @triton.jit
-def mla_merge_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK: tl.constexpr):
-    """One program per (sequence, head): merge its splits (the unfused path), SPLITS_CHUNK partials per load."""
+def mla_merge_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK: tl.constexpr,
+                     PDL: tl.constexpr = False):
+    """One program per (sequence, head): merge its splits (the unfused path), SPLITS_CHUNK partials per load.
+    PDL: launched as a programmatic dependent of the split kernel, it waits here for that kernel's writes."""
     seq = tl.program_id(0)
     head = tl.program_id(1)
+    if PDL:
+        tl.extra.cuda.gdc_wait()
     H: tl.constexpr = K_HEADS
     dims = tl.arange(0, K_V_DIM)
     splits = tl.arange(0, SPLITS_CHUNK)
@@ -257,7 +261,8 @@ try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.ampere import async_copy as gl_async
-    from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma
+    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, warpgroup_mma,
+                                                                  warpgroup_mma_wait)
     # cp.async into shared memory: async_copy_global_to_shared in triton 3.6, renamed async_load later
     gl_async_load = getattr(gl_async, "async_load", None) or gl_async.async_copy_global_to_shared
     gl_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # CTA barrier (renamed after 3.6)
@@ -285,6 +290,11 @@ if HAVE_GLUON:
         return gl.reshape(gl.permute(v5, (2, 4, 3, 1, 0)), [128, 64])
 
     @gluon.jit
+    def _gl_dim_order(o):
+        """(256 rows of O^T in V^T row order, 16) -> (256 value dims in order, 16): row 32b + 4m + c is dim 32b + 8c + m."""
+        return gl.reshape(gl.permute(gl.reshape(o, [8, 8, 4, 16]), (0, 2, 1, 3)), [256, 16])
+
+    @gluon.jit
     def mla_fp8_gluon_kernel(
         q_ptr, q_stride_t, q_stride_h,
         kv_ptr, kv_scale_ptr, kv_indptr_ptr,
@@ -294,10 +304,17 @@ if HAVE_GLUON:
         BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup)
         STAGES: gl.constexpr,      # cp.async depth
         VT_ROWS: gl.constexpr,     # 512: V^T of the whole tile at once; 256: two halves through one buffer
+        ASYNC: gl.constexpr = False,  # the score wgmma in flight while the low half of V^T is transposed
+        PDL_TRIGGER: gl.constexpr = False,  # let the merge kernel (launched with PDL) start its programs now
+        LATE_REFILL: gl.constexpr = False,  # refill a stage once its tile is consumed: STAGES tiles ahead, not - 1
+        VEC_EPILOGUE: gl.constexpr = False,  # output / partials stored as 8 consecutive dims per thread (16 B bf16)
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
         H: gl.constexpr = 16
+        if PDL_TRIGGER:
+            gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
+                                      is_pure=False, pack=1)
         NW: gl.constexpr = 4
         kv_start = gl.load(kv_indptr_ptr + seq)
         kv_end = gl.load(kv_indptr_ptr + seq + 1)
@@ -316,8 +333,8 @@ if HAVE_GLUON:
         qn_buf = gl.allocate_shared_memory(fp8, [H, 512], sw128)
         qr_buf = gl.allocate_shared_memory(fp8, [H, 64], sw64)
 
-        # the first STAGES - 1 tiles in flight before Q is prepared
-        for j in gl.static_range(STAGES - 1):
+        # the first STAGES - 1 (LATE_REFILL: STAGES) tiles in flight before Q is prepared
+        for j in gl.static_range(STAGES if LATE_REFILL else STAGES - 1):
             _gl_issue_tile(kv_ptr, kn_bufs.index(j), kr_bufs.index(j), lo + j * BLOCK_N, hi, BLOCK_N)
             gl_async.commit_group()
 
@@ -363,20 +380,30 @@ if HAVE_GLUON:
 
         for i in range(n_tiles):
             stage = i % STAGES
-            # every warp is done with the stage about to be refilled (read in iteration i - 1)
-            gl_barrier()
-            nxt = i + STAGES - 1
-            _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
-                           lo + nxt * BLOCK_N, hi, BLOCK_N)
-            gl_async.commit_group()
+            if not LATE_REFILL:
+                # every warp is done with the stage about to be refilled (read in iteration i - 1)
+                gl_barrier()
+                nxt = i + STAGES - 1
+                _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
+                               lo + nxt * BLOCK_N, hi, BLOCK_N)
+                gl_async.commit_group()
             gl_async.wait_group(STAGES - 1)
             fence_async_shared()
             gl_barrier()
             kn = kn_bufs.index(stage)
             kr = kr_bufs.index(stage)
 
-            s = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False)
-            s = warpgroup_mma(kr, qr_buf.permute((1, 0)), s)
+            if ASYNC:
+                # the score wgmma runs while this warpgroup transposes the low half of V (independent work)
+                s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
+                for part in gl.static_range(2):
+                    v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                s = warpgroup_mma_wait(0, deps=[s_tok])
+            else:
+                s = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False)
+                s = warpgroup_mma(kr, qr_buf.permute((1, 0)), s)
             rows = lo + i * BLOCK_N + tok
             s = gl.where((rows < hi)[:, None], s * score_scale[None, :], float("-inf"))
             m_new = gl.maximum(m_i, gl.max(s, 0))
@@ -399,9 +426,10 @@ if HAVE_GLUON:
                 acc_lo = warpgroup_mma(vt_buf.slice(0, 256, dim=0), p_t, acc_lo)
                 acc_hi = warpgroup_mma(vt_buf.slice(256, 256, dim=0), p_t, acc_hi)
             else:
-                for part in gl.static_range(2):
-                    v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
-                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                if not ASYNC:  # (the async paths transposed the low half under the score wgmma)
+                    for part in gl.static_range(2):
+                        v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                        vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
                 fence_async_shared()
                 gl_barrier()
                 acc_lo = warpgroup_mma(vt_buf, p_t, acc_lo)
@@ -411,20 +439,31 @@ if HAVE_GLUON:
                     vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
                 fence_async_shared()
                 gl_barrier()
+                if LATE_REFILL:  # every warp has read this stage for the last time (scores, both V^T halves)
+                    _gl_issue_tile(kv_ptr, kn, kr, lo + (i + STAGES) * BLOCK_N, hi, BLOCK_N)
+                    gl_async.commit_group()
                 acc_hi = warpgroup_mma(vt_buf, p_t, acc_hi)
 
         gl_async.wait_group(0)
         # epilogue: O^T chunks to a dims-contiguous layout, normalized
-        ol: gl.constexpr = gl.BlockedLayout([4, 1], [32, 1], [1, NW], [0, 1])
+        if VEC_EPILOGUE:  # rows put back in value-dim order in registers, then 8 consecutive dims per thread
+            ol: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])
+        else:
+            ol: gl.constexpr = gl.BlockedLayout([4, 1], [32, 1], [1, NW], [0, 1])
         l_o = gl.convert_layout(l_i, gl.SliceLayout(0, ol))
         m_o = gl.convert_layout(m_i, gl.SliceLayout(0, ol))
         safe_l = gl.where(l_o > 0, l_o, 1.0)
         norm = kv_scale / safe_l * (1.0 / 256.0)
         oh = gl.arange(0, H, layout=gl.SliceLayout(0, ol))
         oj = gl.arange(0, 256, layout=gl.SliceLayout(1, ol))  # row of O^T (V^T row order) -> value dim
-        od = (oj // 32) * 32 + (oj % 4) * 8 + (oj % 32) // 4
-        o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
-        o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
+        if VEC_EPILOGUE:
+            od = oj
+            o_lo = gl.convert_layout(_gl_dim_order(acc_lo), ol) * norm[None, :]
+            o_hi = gl.convert_layout(_gl_dim_order(acc_hi), ol) * norm[None, :]
+        else:
+            od = (oj // 32) * 32 + (oj % 4) * 8 + (oj % 32) // 4
+            o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
+            o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
         if WRITE_FINAL:
             dst = out_ptr + seq * H * 512 + oh[None, :] * 512 + od[:, None]
             gl.store(dst, o_lo.to(gl.bfloat16))
@@ -432,19 +471,21 @@ if HAVE_GLUON:
         else:
             part = (seq * num_splits + split) * H
             dst = part_o_ptr + (part + oh[None, :]) * 512 + od[:, None]
-            gl.store(dst, o_lo)
-            gl.store(dst + 256, o_hi)
+            gl.store(dst, o_lo.to(part_o_ptr.dtype.element_ty))  # fp32 or bf16 partials (option part_bf16)
+            gl.store(dst + 256, o_hi.to(part_o_ptr.dtype.element_ty))
             lse = gl.where(l_o > 0, m_o + gl.log2(safe_l), float("-inf"))
             gl.store(part_lse_ptr + part + oh, lse)
 
 
 @triton.jit
 def mla_merge_dims_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK: tl.constexpr,
-                          DIMS: tl.constexpr):
+                          DIMS: tl.constexpr, PDL: tl.constexpr = False):
     """The unfused merge over (sequence, head, DIMS-wide slice of the value dims): more programs in flight for
     small batches (option merge_dims of the Gluon path)."""
     seq = tl.program_id(0)
     head = tl.program_id(1)
+    if PDL:
+        tl.extra.cuda.gdc_wait()
     H: tl.constexpr = K_HEADS
     dims = tl.program_id(2) * DIMS + tl.arange(0, DIMS)
     splits = tl.arange(0, SPLITS_CHUNK)
@@ -519,7 +560,8 @@ def platform_defaults(device: torch.device) -> dict:
     """Launch options per platform (bench/NOTES.md, issue 12, has the measurements behind them)."""
     plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 0, "pv_chunks": 1, "reload": 0, "early_v": 0,
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
-            "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0}
+            "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
+            "pdl": 0, "late_refill": 0, "vec_epilogue": 0}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -555,7 +597,8 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
                                            bool(plan["fused"]), bool(plan["gluon"] and plan["smodel"]))
         rows = batch * plan["splits"] * NUM_HEADS
         if plan["splits"] > 1:
-            plan["part_o"] = torch.empty((rows, V_DIM), dtype=torch.float32, device=q.device)
+            part_dtype = torch.bfloat16 if plan["part_bf16"] else torch.float32
+            plan["part_o"] = torch.empty((rows, V_DIM), dtype=part_dtype, device=q.device)
             plan["part_lse"] = torch.empty((rows,), dtype=torch.float32, device=q.device)
             plan["counter"] = torch.zeros((batch,), dtype=torch.int32, device=q.device)
         _PLAN_CACHE[key] = plan
@@ -585,14 +628,18 @@ def mla_decode(data: input_t, **tuning) -> output_t:
         mla_fp8_gluon_kernel[(splits, batch)](
             q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse,
             float(config["sm_scale"]), splits,
-            WRITE_FINAL=splits == 1, BLOCK_N=64, STAGES=plan["stages"], VT_ROWS=plan["vt_rows"], num_warps=4,
+            WRITE_FINAL=splits == 1, BLOCK_N=64, STAGES=plan["stages"], VT_ROWS=plan["vt_rows"],
+            ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] == 256, PDL_TRIGGER=bool(plan["pdl"]) and splits > 1,
+            LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]), num_warps=4,
         )
+        pdl = {"PDL": True, "launch_pdl": True} if plan["pdl"] else {}
         if splits > 1 and plan["merge_dims"]:
             mla_merge_dims_kernel[(batch, NUM_HEADS, V_DIM // plan["merge_dims"])](
-                part_o, part_lse, out, splits, SPLITS_CHUNK=min(32, pow2), DIMS=plan["merge_dims"], num_warps=4)
+                part_o, part_lse, out, splits, SPLITS_CHUNK=min(32, pow2), DIMS=plan["merge_dims"], num_warps=4,
+                **pdl)
         elif splits > 1:
             mla_merge_kernel[(batch, NUM_HEADS)](part_o, part_lse, out, splits, SPLITS_CHUNK=min(16, pow2),
-                                                 num_warps=4)
+                                                 num_warps=4, **pdl)
         return out
     mla_fp8_kernel[(splits, batch)](
         q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse, counter,
