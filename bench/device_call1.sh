@@ -1,3 +1,5 @@
+# Device call 1 of issue 20 (from the repository root of the device copy): the first variants on the 8 shapes,
+# then the small-shape trace (bench/profile_small.py) of the default and three variants.
 set -u
 cd .wt-perf
 export PYTHONPATH=$PWD OUT=${OUT:-/tmp/out}

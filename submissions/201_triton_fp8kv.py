@@ -32,6 +32,12 @@ with the token order of V^T's columns and of P^T permuted alike and the dim orde
 programs per SM (100 KB of shared memory each). `gluon=0` selects the Triton kernel above on any platform
 (the earlier NVIDIA default: pv_chunks=4, reload=1).
 
+Issue 20: on sm90 the merge kernel is launched as a programmatic dependent of the split kernel (PDL: its programs
+wait in griddepcontrol.wait instead of being launched after the split kernel ends), and with few sequences and many
+splits it merges by 128-dim slices. On gfx950 the fp8 kernel takes 32-token tiles without software pipelining
+(2 waves per SIMD). Option mxfp4=1: an MXFP4-KV kernel, mla_mxfp4_kernel (scores by a scaled dot on the e2m1 bytes
+and e8m0 scales as they come; see its section), not custom_kernel's choice anywhere (bench/NOTES.md says why).
+
 custom_kernel picks the launch options per platform (torch.version.hip / device capability). Runs on
 NVIDIA, AMD and under TRITON_INTERPRET=1 on a CPU (the Triton kernel; the Gluon one is sm90-only).
 """
@@ -90,6 +96,16 @@ def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, seq, num_splits, SPLITS_POW
 
 
 @triton.jit
+def _split_slice(kv_indptr_ptr, seq, split, num_splits, BLOCK_N: tl.constexpr):
+    """[lo, hi) of this split's KV rows: the sequence cut into num_splits slices of whole BLOCK_N tiles."""
+    kv_start = tl.load(kv_indptr_ptr + seq)
+    kv_end = tl.load(kv_indptr_ptr + seq + 1)
+    per_split = tl.cdiv(tl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
+    lo = kv_start + split * per_split
+    return lo, tl.minimum(lo + per_split, kv_end)
+
+
+@triton.jit
 def mla_fp8_kernel(
     q_ptr, q_stride_t, q_stride_h,
     kv_ptr, kv_scale_ptr,
@@ -109,11 +125,7 @@ def mla_fp8_kernel(
     split = tl.program_id(0)
     seq = tl.program_id(1)
     H: tl.constexpr = K_HEADS
-    kv_start = tl.load(kv_indptr_ptr + seq)
-    kv_end = tl.load(kv_indptr_ptr + seq + 1)
-    per_split = tl.cdiv(tl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
-    lo = kv_start + split * per_split
-    hi = tl.minimum(lo + per_split, kv_end)
+    lo, hi = _split_slice(kv_indptr_ptr, seq, split, num_splits, BLOCK_N)
 
     heads = tl.arange(0, H)
     dn = tl.arange(0, K_V_DIM)
@@ -291,7 +303,9 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _gl_dim_order(o):
-        """(256 rows of O^T in V^T row order, 16) -> (256 value dims in order, 16): row 32b + 4m + c is dim 32b + 8c + m."""
+        """(256 rows of O^T in V^T row order, 16) -> (256 value dims in order, 16).
+
+        Row 32b + 4m + c of O^T is value dim 32b + 8c + m."""
         return gl.reshape(gl.permute(gl.reshape(o, [8, 8, 4, 16]), (0, 2, 1, 3)), [256, 16])
 
     @gluon.jit
@@ -515,8 +529,9 @@ def mla_merge_dims_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_
 # MXFP8 (e4m3, one power-of-two scale per head and 32 dims): on gfx950 that is v_mfma_scale_f32_*_f8f6f4 with
 # no decode. P.V cannot take the scales as they come: they are per (token, 32 value dims), along the output
 # dim of that product and not along its contraction (tokens), which is the only axis a scaled MMA scales.
-# So the values are decoded once per tile (e2m1 -> bf16 by bit placement, times the block scale) and P.V is
-# a bf16 dot, the even and odd value dims (the two nibbles of a byte) as two dots interleaved at the output.
+# So the values are decoded once per tile (gfx950: the hardware's scaled fp4 -> bf16 conversion, one instruction
+# per byte; elsewhere e2m1 -> bf16 by bit placement times the block scale) and P.V is a bf16 dot, the even and
+# odd value dims (the two nibbles of a byte) as two dots interleaved at the output.
 # ---------------------------------------------------------------------------------------------
 @triton.jit
 def _mxfp8_quantize(x, BLOCKS: tl.constexpr):
@@ -587,11 +602,7 @@ def mla_mxfp4_kernel(
     H: tl.constexpr = K_HEADS
     ROW_BYTES: tl.constexpr = K_QK_DIM // 2  # 288 packed bytes per token
     V_BYTES: tl.constexpr = K_V_DIM // 2  # the first 256 bytes: value dims 0..511
-    kv_start = tl.load(kv_indptr_ptr + seq)
-    kv_end = tl.load(kv_indptr_ptr + seq + 1)
-    per_split = tl.cdiv(tl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
-    lo = kv_start + split * per_split
-    hi = tl.minimum(lo + per_split, kv_end)
+    lo, hi = _split_slice(kv_indptr_ptr, seq, split, num_splits, BLOCK_N)
 
     heads = tl.arange(0, H)
     dn = tl.arange(0, K_V_DIM)
@@ -731,7 +742,10 @@ def platform_defaults(device: torch.device) -> dict:
             # shapes (bench/NOTES.md, issue 20).
             plan.update(gluon=1, pdl=1)
     elif torch.version.hip:
-        plan.update(num_stages=2, pv_fp8=1, programs_per_cu=2)  # gfx950 MFMA takes fp8 P.V as is
+        # gfx950 MFMA takes fp8 P.V as is. 32-token tiles without software pipelining: 236 VGPR, 2 waves per SIMD
+        # (64-token tiles with 2 stages: 374, 1 wave); loop VALU ~1,890 cycles per 64 tokens per CU against
+        # ~2,830 of fp8 bytes at 8 TB/s (AOT estimate, bench/NOTES.md issue 20; not measured on an MI355X).
+        plan.update(num_stages=1, block_n=32, pv_fp8=1, programs_per_cu=2)
     return plan
 
 
@@ -842,7 +856,8 @@ _ARGS = {
 _MX_ARGS = {
     "q_ptr": "*bf16:16", "q_stride_t": "i32:16", "q_stride_h": "i32:16",
     "kv_ptr": "*u8:16", "kv_scale_ptr": "*u8:16", "kv_indptr_ptr": "*i32:16",
-    "out_ptr": "*bf16:16", "part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "sm_scale": "fp32", "num_splits": "i32",
+    "out_ptr": "*bf16:16", "part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16",
+    "sm_scale": "fp32", "num_splits": "i32",
 }
 AOT_SPECS = [
     # Hopper (custom_kernel's NVIDIA choice): fp16 P.V on reloaded value chunks, no pipelining.
@@ -856,11 +871,11 @@ AOT_SPECS = [
      "num_warps": 4, "num_stages": 1},
     # gfx950 (custom_kernel's ROCm choice): fp8 x fp8 MFMA for both dots, the score tile reused for P.V.
     {"kernel": "mla_fp8_kernel", "label": "gfx950 default: fp8 P.V, split partials", "signature": _ARGS,
-     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": False, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": True},
-     "num_warps": 4, "num_stages": 2},
+     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": False, "SPLITS_POW2": 8, "BLOCK_N": 32, "PV_FP8": True},
+     "num_warps": 4, "num_stages": 1},
     {"kernel": "mla_fp8_kernel", "label": "gfx950 default: fp8 P.V, final output", "signature": _ARGS,
-     "constexprs": {"WRITE_FINAL": True, "FUSED_REDUCE": False, "SPLITS_POW2": 1, "BLOCK_N": 64, "PV_FP8": True},
-     "num_warps": 4, "num_stages": 2},
+     "constexprs": {"WRITE_FINAL": True, "FUSED_REDUCE": False, "SPLITS_POW2": 1, "BLOCK_N": 32, "PV_FP8": True},
+     "num_warps": 4, "num_stages": 1},
     {"kernel": "mla_fp8_kernel", "label": "option: fused last-program merge (fp8 P.V)", "signature": _ARGS,
      "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": True},
      "num_warps": 4, "num_stages": 2},
