@@ -33,8 +33,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import reference  # noqa: E402
-from harness import timing  # noqa: E402
-from harness.run import cases
+from harness.run import timing  # noqa: E402
+from harness.run import cases  # noqa: E402
 
 MXFP4_BYTES_PER_TOKEN = 288 + 18
 FP8_BYTES_PER_TOKEN = 576

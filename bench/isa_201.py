@@ -1,6 +1,9 @@
 """Ahead-of-time ISA figures of submission 201's kernels on a CPU: resources and the main loop's length.
 
-    python bench/isa_201.py [--target sm90|gfx950] [--dump DIR] [name=KEY:VALUE,...]
+    python bench/isa_201.py [--target sm90|gfx950] [--kernel NAME] [--dump DIR] [name=KEY:VALUE,...]
+
+(--kernel mla_fp8_gluon_kernel: the Gluon sm90 kernel; a KEY ending in _ptr sets that argument's type, e.g.
+part_o_ptr:*bf16.)
 
 For each variant (constexprs and launch options of mla_fp8_kernel), compiles for the target and prints
 registers, spills, shared memory / LDS, and the instructions of the longest loop of the kernel (the
@@ -45,12 +48,15 @@ def compile_variant(kernel, constexprs: dict, options: dict, target: str):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    if type(kernel).__module__.startswith("triton.experimental.gluon"):  # a @gluon.jit kernel
+        from triton.experimental.gluon._runtime import GluonASTSource as ASTSource
+    types = dict(SIGNATURE, **{k: constexprs.pop(k) for k in list(constexprs) if k.endswith("_ptr")})
     signature, attrs = {}, {}
     for index, name in enumerate(kernel.arg_names):
         if name in constexprs:
             signature[name] = "constexpr"
-        elif name in SIGNATURE:
-            signature[name] = SIGNATURE[name]
+        elif name in types:
+            signature[name] = types[name]
             if name in ALIGNED:
                 attrs[(index,)] = [["tt.divisibility", 16]]
         else:
@@ -183,6 +189,9 @@ def main() -> int:
     kernel = getattr(module, args.kernel)
     for text in args.variants:
         name, constexprs, options = parse(text)
+        if args.kernel == "mla_fp8_gluon_kernel":  # its own constexprs (no Triton-path defaults)
+            constexprs = dict({"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 256},
+                              **{k: v for k, v in constexprs.items() if k not in DEFAULTS})
         report(name, constexprs, options, args.target, kernel, Path(args.dump) if args.dump else None)
     return 0
 

@@ -32,6 +32,12 @@ with the token order of V^T's columns and of P^T permuted alike and the dim orde
 programs per SM (100 KB of shared memory each). `gluon=0` selects the Triton kernel above on any platform
 (the earlier NVIDIA default: pv_chunks=4, reload=1).
 
+Issue 20: on sm90 the merge kernel is launched as a programmatic dependent of the split kernel (PDL: its programs
+wait in griddepcontrol.wait instead of being launched after the split kernel ends), and with few sequences and many
+splits it merges by 128-dim slices. On gfx950 the fp8 kernel takes 32-token tiles without software pipelining
+(2 waves per SIMD). Option mxfp4=1: an MXFP4-KV kernel, mla_mxfp4_kernel (scores by a scaled dot on the e2m1 bytes
+and e8m0 scales as they come; see its section), not custom_kernel's choice anywhere (bench/NOTES.md says why).
+
 custom_kernel picks the launch options per platform (torch.version.hip / device capability). Runs on
 NVIDIA, AMD and under TRITON_INTERPRET=1 on a CPU (the Triton kernel; the Gluon one is sm90-only).
 """
@@ -90,6 +96,16 @@ def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, seq, num_splits, SPLITS_POW
 
 
 @triton.jit
+def _split_slice(kv_indptr_ptr, seq, split, num_splits, BLOCK_N: tl.constexpr):
+    """[lo, hi) of this split's KV rows: the sequence cut into num_splits slices of whole BLOCK_N tiles."""
+    kv_start = tl.load(kv_indptr_ptr + seq)
+    kv_end = tl.load(kv_indptr_ptr + seq + 1)
+    per_split = tl.cdiv(tl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
+    lo = kv_start + split * per_split
+    return lo, tl.minimum(lo + per_split, kv_end)
+
+
+@triton.jit
 def mla_fp8_kernel(
     q_ptr, q_stride_t, q_stride_h,
     kv_ptr, kv_scale_ptr,
@@ -109,11 +125,7 @@ def mla_fp8_kernel(
     split = tl.program_id(0)
     seq = tl.program_id(1)
     H: tl.constexpr = K_HEADS
-    kv_start = tl.load(kv_indptr_ptr + seq)
-    kv_end = tl.load(kv_indptr_ptr + seq + 1)
-    per_split = tl.cdiv(tl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
-    lo = kv_start + split * per_split
-    hi = tl.minimum(lo + per_split, kv_end)
+    lo, hi = _split_slice(kv_indptr_ptr, seq, split, num_splits, BLOCK_N)
 
     heads = tl.arange(0, H)
     dn = tl.arange(0, K_V_DIM)
@@ -221,10 +233,14 @@ def mla_fp8_kernel(
 
 
 @triton.jit
-def mla_merge_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK: tl.constexpr):
-    """One program per (sequence, head): merge its splits (the unfused path), SPLITS_CHUNK partials per load."""
+def mla_merge_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK: tl.constexpr,
+                     PDL: tl.constexpr = False):
+    """One program per (sequence, head): merge its splits (the unfused path), SPLITS_CHUNK partials per load.
+    PDL: launched as a programmatic dependent of the split kernel, it waits here for that kernel's writes."""
     seq = tl.program_id(0)
     head = tl.program_id(1)
+    if PDL:
+        tl.extra.cuda.gdc_wait()
     H: tl.constexpr = K_HEADS
     dims = tl.arange(0, K_V_DIM)
     splits = tl.arange(0, SPLITS_CHUNK)
@@ -257,7 +273,8 @@ try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.ampere import async_copy as gl_async
-    from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma
+    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, warpgroup_mma,
+                                                                  warpgroup_mma_wait)
     # cp.async into shared memory: async_copy_global_to_shared in triton 3.6, renamed async_load later
     gl_async_load = getattr(gl_async, "async_load", None) or gl_async.async_copy_global_to_shared
     gl_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # CTA barrier (renamed after 3.6)
@@ -285,6 +302,13 @@ if HAVE_GLUON:
         return gl.reshape(gl.permute(v5, (2, 4, 3, 1, 0)), [128, 64])
 
     @gluon.jit
+    def _gl_dim_order(o):
+        """(256 rows of O^T in V^T row order, 16) -> (256 value dims in order, 16).
+
+        Row 32b + 4m + c of O^T is value dim 32b + 8c + m."""
+        return gl.reshape(gl.permute(gl.reshape(o, [8, 8, 4, 16]), (0, 2, 1, 3)), [256, 16])
+
+    @gluon.jit
     def mla_fp8_gluon_kernel(
         q_ptr, q_stride_t, q_stride_h,
         kv_ptr, kv_scale_ptr, kv_indptr_ptr,
@@ -294,10 +318,17 @@ if HAVE_GLUON:
         BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup)
         STAGES: gl.constexpr,      # cp.async depth
         VT_ROWS: gl.constexpr,     # 512: V^T of the whole tile at once; 256: two halves through one buffer
+        ASYNC: gl.constexpr = False,  # the score wgmma in flight while the low half of V^T is transposed
+        PDL_TRIGGER: gl.constexpr = False,  # let the merge kernel (launched with PDL) start its programs now
+        LATE_REFILL: gl.constexpr = False,  # refill a stage once its tile is consumed: STAGES tiles ahead, not - 1
+        VEC_EPILOGUE: gl.constexpr = False,  # output / partials stored as 8 consecutive dims per thread (16 B bf16)
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
         H: gl.constexpr = 16
+        if PDL_TRIGGER:
+            gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
+                                      is_pure=False, pack=1)
         NW: gl.constexpr = 4
         kv_start = gl.load(kv_indptr_ptr + seq)
         kv_end = gl.load(kv_indptr_ptr + seq + 1)
@@ -316,8 +347,8 @@ if HAVE_GLUON:
         qn_buf = gl.allocate_shared_memory(fp8, [H, 512], sw128)
         qr_buf = gl.allocate_shared_memory(fp8, [H, 64], sw64)
 
-        # the first STAGES - 1 tiles in flight before Q is prepared
-        for j in gl.static_range(STAGES - 1):
+        # the first STAGES - 1 (LATE_REFILL: STAGES) tiles in flight before Q is prepared
+        for j in gl.static_range(STAGES if LATE_REFILL else STAGES - 1):
             _gl_issue_tile(kv_ptr, kn_bufs.index(j), kr_bufs.index(j), lo + j * BLOCK_N, hi, BLOCK_N)
             gl_async.commit_group()
 
@@ -363,20 +394,30 @@ if HAVE_GLUON:
 
         for i in range(n_tiles):
             stage = i % STAGES
-            # every warp is done with the stage about to be refilled (read in iteration i - 1)
-            gl_barrier()
-            nxt = i + STAGES - 1
-            _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
-                           lo + nxt * BLOCK_N, hi, BLOCK_N)
-            gl_async.commit_group()
+            if not LATE_REFILL:
+                # every warp is done with the stage about to be refilled (read in iteration i - 1)
+                gl_barrier()
+                nxt = i + STAGES - 1
+                _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
+                               lo + nxt * BLOCK_N, hi, BLOCK_N)
+                gl_async.commit_group()
             gl_async.wait_group(STAGES - 1)
             fence_async_shared()
             gl_barrier()
             kn = kn_bufs.index(stage)
             kr = kr_bufs.index(stage)
 
-            s = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False)
-            s = warpgroup_mma(kr, qr_buf.permute((1, 0)), s)
+            if ASYNC:
+                # the score wgmma runs while this warpgroup transposes the low half of V (independent work)
+                s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
+                for part in gl.static_range(2):
+                    v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                s = warpgroup_mma_wait(0, deps=[s_tok])
+            else:
+                s = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False)
+                s = warpgroup_mma(kr, qr_buf.permute((1, 0)), s)
             rows = lo + i * BLOCK_N + tok
             s = gl.where((rows < hi)[:, None], s * score_scale[None, :], float("-inf"))
             m_new = gl.maximum(m_i, gl.max(s, 0))
@@ -399,9 +440,10 @@ if HAVE_GLUON:
                 acc_lo = warpgroup_mma(vt_buf.slice(0, 256, dim=0), p_t, acc_lo)
                 acc_hi = warpgroup_mma(vt_buf.slice(256, 256, dim=0), p_t, acc_hi)
             else:
-                for part in gl.static_range(2):
-                    v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
-                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                if not ASYNC:  # (the async paths transposed the low half under the score wgmma)
+                    for part in gl.static_range(2):
+                        v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                        vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
                 fence_async_shared()
                 gl_barrier()
                 acc_lo = warpgroup_mma(vt_buf, p_t, acc_lo)
@@ -411,20 +453,31 @@ if HAVE_GLUON:
                     vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
                 fence_async_shared()
                 gl_barrier()
+                if LATE_REFILL:  # every warp has read this stage for the last time (scores, both V^T halves)
+                    _gl_issue_tile(kv_ptr, kn, kr, lo + (i + STAGES) * BLOCK_N, hi, BLOCK_N)
+                    gl_async.commit_group()
                 acc_hi = warpgroup_mma(vt_buf, p_t, acc_hi)
 
         gl_async.wait_group(0)
         # epilogue: O^T chunks to a dims-contiguous layout, normalized
-        ol: gl.constexpr = gl.BlockedLayout([4, 1], [32, 1], [1, NW], [0, 1])
+        if VEC_EPILOGUE:  # rows put back in value-dim order in registers, then 8 consecutive dims per thread
+            ol: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])
+        else:
+            ol: gl.constexpr = gl.BlockedLayout([4, 1], [32, 1], [1, NW], [0, 1])
         l_o = gl.convert_layout(l_i, gl.SliceLayout(0, ol))
         m_o = gl.convert_layout(m_i, gl.SliceLayout(0, ol))
         safe_l = gl.where(l_o > 0, l_o, 1.0)
         norm = kv_scale / safe_l * (1.0 / 256.0)
         oh = gl.arange(0, H, layout=gl.SliceLayout(0, ol))
         oj = gl.arange(0, 256, layout=gl.SliceLayout(1, ol))  # row of O^T (V^T row order) -> value dim
-        od = (oj // 32) * 32 + (oj % 4) * 8 + (oj % 32) // 4
-        o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
-        o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
+        if VEC_EPILOGUE:
+            od = oj
+            o_lo = gl.convert_layout(_gl_dim_order(acc_lo), ol) * norm[None, :]
+            o_hi = gl.convert_layout(_gl_dim_order(acc_hi), ol) * norm[None, :]
+        else:
+            od = (oj // 32) * 32 + (oj % 4) * 8 + (oj % 32) // 4
+            o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
+            o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
         if WRITE_FINAL:
             dst = out_ptr + seq * H * 512 + oh[None, :] * 512 + od[:, None]
             gl.store(dst, o_lo.to(gl.bfloat16))
@@ -432,19 +485,21 @@ if HAVE_GLUON:
         else:
             part = (seq * num_splits + split) * H
             dst = part_o_ptr + (part + oh[None, :]) * 512 + od[:, None]
-            gl.store(dst, o_lo)
-            gl.store(dst + 256, o_hi)
+            gl.store(dst, o_lo.to(part_o_ptr.dtype.element_ty))  # fp32 or bf16 partials (option part_bf16)
+            gl.store(dst + 256, o_hi.to(part_o_ptr.dtype.element_ty))
             lse = gl.where(l_o > 0, m_o + gl.log2(safe_l), float("-inf"))
             gl.store(part_lse_ptr + part + oh, lse)
 
 
 @triton.jit
 def mla_merge_dims_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK: tl.constexpr,
-                          DIMS: tl.constexpr):
+                          DIMS: tl.constexpr, PDL: tl.constexpr = False):
     """The unfused merge over (sequence, head, DIMS-wide slice of the value dims): more programs in flight for
     small batches (option merge_dims of the Gluon path)."""
     seq = tl.program_id(0)
     head = tl.program_id(1)
+    if PDL:
+        tl.extra.cuda.gdc_wait()
     H: tl.constexpr = K_HEADS
     dims = tl.program_id(2) * DIMS + tl.arange(0, DIMS)
     splits = tl.arange(0, SPLITS_CHUNK)
@@ -466,6 +521,153 @@ def mla_merge_dims_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_
         total += w
     o = o / tl.maximum(tl.sum(total, 0), 1e-30)
     tl.store(out_ptr + (seq * H + head) * K_V_DIM + dims, o.to(tl.bfloat16))
+
+
+# ---------------------------------------------------------------------------------------------
+# MXFP4-KV path (option kv_format=mxfp4; made for gfx950's scaled MFMA). The scores take the KV's e2m1 bytes
+# and e8m0 scales as they come (scale row stride 24) in tl.dot_scaled against Q quantized in the kernel to
+# MXFP8 (e4m3, one power-of-two scale per head and 32 dims): on gfx950 that is v_mfma_scale_f32_*_f8f6f4 with
+# no decode. P.V cannot take the scales as they come: they are per (token, 32 value dims), along the output
+# dim of that product and not along its contraction (tokens), which is the only axis a scaled MMA scales.
+# So the values are decoded once per tile (gfx950: the hardware's scaled fp4 -> bf16 conversion, one instruction
+# per byte; elsewhere e2m1 -> bf16 by bit placement times the block scale) and P.V is a bf16 dot, the even and
+# odd value dims (the two nibbles of a byte) as two dots interleaved at the output.
+# ---------------------------------------------------------------------------------------------
+@triton.jit
+def _mxfp8_quantize(x, BLOCKS: tl.constexpr):
+    """(16, BLOCKS * 32) fp32 -> (e4m3 values, e8m0 scale bytes (16, BLOCKS)): 2^(floor(log2 amax) - 7) per block."""
+    H: tl.constexpr = K_HEADS
+    blocks = tl.reshape(x, (H, BLOCKS, 32))
+    amax = tl.max(tl.abs(blocks), 2)
+    field = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF  # biased exponent of the block's largest value
+    scale = tl.maximum(field - 7, 0)  # its top element lands in [128, 256): inside e4m3's 448
+    inverse = ((254 - scale) << 23).to(tl.float32, bitcast=True)  # 2^(127 - scale), finite for scale >= 0
+    scaled = (blocks * inverse[:, :, None]).to(tl.int32, bitcast=True)
+    # rounded to e4m3's 3 mantissa bits (nearest, ties to even) in fp32 first, so that the cast is exact: a
+    # carry into the exponent is then plain integer arithmetic (the CPU interpreter's own cast drops it)
+    scaled = (scaled + 0x7FFFF + ((scaled >> 20) & 1)) & -0x100000
+    q8 = tl.reshape(scaled.to(tl.float32, bitcast=True), (H, BLOCKS * 32)).to(tl.float8e4nv)
+    return q8, scale.to(tl.uint8)
+
+
+@triton.jit
+def _e2m1_to_bf16(codes, scale_bytes):
+    """Low-nibble e2m1 codes (uint8) times 2^(scale - 127), as bf16: the code's bits placed in an fp16
+    (sign at 15, exponent and mantissa at 11..9 give value x 2^-14), the 2^14 folded into the scale."""
+    bits = ((codes & 8).to(tl.uint16) << 12) | ((codes & 7).to(tl.uint16) << 9)
+    scale = ((tl.minimum(scale_bytes.to(tl.int32), 240) + 14) << 23).to(tl.float32, bitcast=True)
+    return (bits.to(tl.float16, bitcast=True).to(tl.float32) * scale).to(tl.bfloat16)
+
+
+@triton.jit
+def _pv_half(kv_ptr, scale_row, rows, pb, acc_even, acc_odd, HALF: tl.constexpr, UPCAST: tl.constexpr,
+             HW_CVT: tl.constexpr):
+    """P.V over value dims 256 * HALF .. + 255: bytes decoded to bf16 (even dims: low nibbles, odd: high)."""
+    hb = tl.arange(0, K_V_DIM // 4)
+    packed = tl.load(kv_ptr + rows[:, None] * (K_QK_DIM // 2) + HALF * (K_V_DIM // 4) + hb[None, :])
+    blocks = tl.load(scale_row + HALF * 8 + tl.arange(0, 8)[None, :])  # 8 contiguous scale bytes per token
+    rows_n: tl.constexpr = packed.shape[0]
+    if HW_CVT:  # gfx950: one v_cvt_scalef32_pk_bf16_fp4 per byte, two bf16 values times 2^(scale - 127)
+        factor = (blocks.to(tl.int32) << 23).to(tl.float32, bitcast=True)
+        factor = tl.reshape(tl.broadcast_to(factor[:, :, None], (rows_n, 8, 16)), (rows_n, K_V_DIM // 4))
+        pair = tl.inline_asm_elementwise("v_cvt_scalef32_pk_bf16_fp4 $0, $1, $2", "=v,v,v",
+                                         [packed.to(tl.int32), factor], dtype=tl.int32, is_pure=True, pack=1)
+        v_even = (pair & 0xFFFF).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+        v_odd = (pair >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        scale = tl.reshape(tl.broadcast_to(blocks[:, :, None], (rows_n, 8, 16)), (rows_n, K_V_DIM // 4))  # i // 16
+        v_even = _e2m1_to_bf16(packed, scale)
+        v_odd = _e2m1_to_bf16(packed >> 4, scale)
+    if UPCAST:  # the same bf16 values, multiplied in fp32 (the CPU interpreter's bf16 dot is wrong)
+        v_even, v_odd = v_even.to(tl.float32), v_odd.to(tl.float32)
+    return tl.dot(pb, v_even, acc_even), tl.dot(pb, v_odd, acc_odd)
+
+
+@triton.jit
+def mla_mxfp4_kernel(
+    q_ptr, q_stride_t, q_stride_h,
+    kv_ptr, kv_scale_ptr,
+    kv_indptr_ptr,
+    out_ptr, part_o_ptr, part_lse_ptr,
+    sm_scale,
+    num_splits,
+    WRITE_FINAL: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    SCALE_STRIDE: tl.constexpr,  # the scale tensor's row stride (24 for aiter's layout): known, so loads vectorize
+    UPCAST: tl.constexpr = False,  # P.V in fp32 (the CPU interpreter computes bf16 dots on raw bits)
+    HW_CVT: tl.constexpr = False,  # gfx950: values decoded by the hardware's scaled fp4 -> bf16 conversion
+):
+    split = tl.program_id(0)
+    seq = tl.program_id(1)
+    H: tl.constexpr = K_HEADS
+    ROW_BYTES: tl.constexpr = K_QK_DIM // 2  # 288 packed bytes per token
+    V_BYTES: tl.constexpr = K_V_DIM // 2  # the first 256 bytes: value dims 0..511
+    lo, hi = _split_slice(kv_indptr_ptr, seq, split, num_splits, BLOCK_N)
+
+    heads = tl.arange(0, H)
+    dn = tl.arange(0, K_V_DIM)
+    dr = tl.arange(0, K_ROPE_DIM)
+    q_row = q_ptr + seq * q_stride_t + heads[:, None] * q_stride_h
+    qn8, qn_scale = _mxfp8_quantize(tl.load(q_row + dn[None, :]).to(tl.float32), K_V_DIM // 32)
+    # the rope scores as one K = 128 scaled dot on the row's last 64 bytes (value dims 448..511 and the rope),
+    # with Q's dims 448..511 zeroed: the scaled MFMA needs K = 128, and these bytes never leave the row
+    d_tail = tl.arange(0, 128)
+    q_tail = tl.load(q_row + K_V_DIM - 64 + d_tail[None, :]).to(tl.float32) * (d_tail >= 64)[None, :].to(tl.float32)
+    qr8, qr_scale = _mxfp8_quantize(q_tail, 4)
+    log2e: tl.constexpr = 1.4426950408889634
+    score_scale = sm_scale * log2e
+
+    m_i = tl.full((H,), float("-inf"), tl.float32)
+    l_i = tl.zeros((H,), tl.float32)
+    acc_e0 = tl.zeros((H, K_V_DIM // 4), tl.float32)  # value dims 0, 2, ..., 254
+    acc_o0 = tl.zeros((H, K_V_DIM // 4), tl.float32)  # value dims 1, 3, ..., 255
+    acc_e1 = tl.zeros((H, K_V_DIM // 4), tl.float32)  # value dims 256, 258, ...
+    acc_o1 = tl.zeros((H, K_V_DIM // 4), tl.float32)
+    tok = tl.arange(0, BLOCK_N)
+    vb = tl.arange(0, V_BYTES)
+    rb = tl.arange(0, 64)
+    nope_blocks = tl.arange(0, K_V_DIM // 32)
+    rope_blocks = tl.arange(0, 4)
+    for start in range(lo, hi, BLOCK_N):
+        rows = start + tok
+        ok = rows < hi
+        # rows past the slice read its last row instead (no masks): their scores become -inf, so P is 0 there
+        rows = tl.minimum(rows, hi - 1)
+        k_nope = tl.load(kv_ptr + rows[:, None] * ROW_BYTES + vb[None, :])
+        k_rope = tl.load(kv_ptr + rows[:, None] * ROW_BYTES + V_BYTES - 32 + rb[None, :])  # bytes 224..287
+        scale_row = kv_scale_ptr + rows[:, None] * SCALE_STRIDE
+        s_nope = tl.load(scale_row + nope_blocks[None, :])  # (BLOCK_N, 16)
+        s_rope = tl.load(scale_row + K_V_DIM // 32 - 2 + rope_blocks[None, :])  # blocks 14..17
+        # scores (16, BLOCK_N): MXFP8 Q x MXFP4 K^T, the KV's bytes and scales as they are in memory
+        s = tl.dot_scaled(qn8, qn_scale, "e4m3", tl.trans(k_nope), s_nope, "e2m1")
+        s = tl.dot_scaled(qr8, qr_scale, "e4m3", tl.trans(k_rope), s_rope, "e2m1", acc=s)
+        s = tl.where(ok[None, :], s * score_scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        m_i = m_new
+        pb = p.to(tl.float32 if UPCAST else tl.bfloat16)
+        # values in two halves of 128 bytes (256 dims), read again from the cache: fewer registers live
+        acc_e0, acc_o0 = _pv_half(kv_ptr, scale_row, rows, pb, acc_e0 * alpha[:, None], acc_o0 * alpha[:, None],
+                                  0, UPCAST, HW_CVT)
+        acc_e1, acc_o1 = _pv_half(kv_ptr, scale_row, rows, pb, acc_e1 * alpha[:, None], acc_o1 * alpha[:, None],
+                                  1, UPCAST, HW_CVT)
+
+    safe_l = tl.where(l_i > 0, l_i, 1.0)
+    o0 = tl.reshape(tl.join(acc_e0, acc_o0), (H, K_V_DIM // 2)) / safe_l[:, None]  # dims back in order
+    o1 = tl.reshape(tl.join(acc_e1, acc_o1), (H, K_V_DIM // 2)) / safe_l[:, None]
+    dh = tl.arange(0, K_V_DIM // 2)
+    if WRITE_FINAL:
+        dst = out_ptr + (seq * H + heads[:, None]) * K_V_DIM + dh[None, :]
+        tl.store(dst, o0.to(tl.bfloat16))
+        tl.store(dst + K_V_DIM // 2, o1.to(tl.bfloat16))
+    else:
+        part = (seq * num_splits + split) * H
+        dst = part_o_ptr + (part + heads[:, None]) * K_V_DIM + dh[None, :]
+        tl.store(dst, o0)
+        tl.store(dst + K_V_DIM // 2, o1)
+        tl.store(part_lse_ptr + part + heads, tl.where(l_i > 0, m_i + tl.log2(safe_l), float("-inf")))
 
 
 def _compute_units(device: torch.device) -> int:
@@ -515,11 +717,15 @@ def gluon_shared_bytes(plan: dict) -> int:
     return plan["stages"] * 64 * 576 + plan["vt_rows"] * 64 + 16 * 64 + 16 * 576
 
 
+MXFP4_LAUNCH = {"block_n": 32, "num_warps": 4, "num_stages": 1}
+
+
 def platform_defaults(device: torch.device) -> dict:
     """Launch options per platform (bench/NOTES.md, issue 12, has the measurements behind them)."""
     plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 0, "pv_chunks": 1, "reload": 0, "early_v": 0,
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
-            "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0}
+            "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
+            "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -531,10 +737,15 @@ def platform_defaults(device: torch.device) -> dict:
         plan.update(pv_fp8=0, pv_chunks=4, reload=1, num_stages=1)
         if gluon_usable(device):
             # sm90 with Gluon: the explicit-layout kernel (fp8 wgmma for both dots, V^T transposed once per tile
-            # in shared memory); `gluon=0` keeps the Triton path above reachable.
-            plan.update(gluon=1)
+            # in shared memory); `gluon=0` keeps the Triton path above reachable. The merge kernel is launched as a
+            # programmatic dependent (pdl): its launch overlaps the split kernel, measured 1-2 us off the split
+            # shapes (bench/NOTES.md, issue 20).
+            plan.update(gluon=1, pdl=1)
     elif torch.version.hip:
-        plan.update(num_stages=2, pv_fp8=1, programs_per_cu=2)  # gfx950 MFMA takes fp8 P.V as is
+        # gfx950 MFMA takes fp8 P.V as is. 32-token tiles without software pipelining: 236 VGPR, 2 waves per SIMD
+        # (64-token tiles with 2 stages: 374, 1 wave); loop VALU ~1,890 cycles per 64 tokens per CU against
+        # ~2,830 of fp8 bytes at 8 TB/s (AOT estimate, bench/NOTES.md issue 20; not measured on an MI355X).
+        plan.update(num_stages=1, block_n=32, pv_fp8=1, programs_per_cu=2)
     return plan
 
 
@@ -544,6 +755,10 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
     if plan is None:
         plan = platform_defaults(q.device)
         plan.update(tuning)
+        if plan["mxfp4"]:
+            plan["gluon"] = 0  # the MXFP4 kernel is a Triton kernel on every platform
+            # gfx950: 32-token tiles, 4 waves, no software pipelining: 186 VGPR, 2 waves per SIMD (NOTES, issue 20)
+            plan.update({k: v for k, v in MXFP4_LAUNCH.items() if k not in tuning})
         if plan["gluon"]:
             if not gluon_usable(q.device):
                 raise ValueError("the Gluon path needs triton.experimental.gluon and an sm90 CUDA device")
@@ -553,9 +768,13 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
             plan["splits"] = choose_splits(batch, max(1, total_kv // batch), _compute_units(q.device),
                                            plan["block_n"], plan["programs_per_cu"], plan["min_tokens"],
                                            bool(plan["fused"]), bool(plan["gluon"] and plan["smodel"]))
+        if (plan["gluon"] and "merge_dims" not in tuning and plan["splits"] >= 16
+                and batch * NUM_HEADS * 2 <= _compute_units(q.device)):
+            plan["merge_dims"] = 128  # few (sequence, head) pairs, many splits: merge by 128-dim slices (4 x 8k)
         rows = batch * plan["splits"] * NUM_HEADS
         if plan["splits"] > 1:
-            plan["part_o"] = torch.empty((rows, V_DIM), dtype=torch.float32, device=q.device)
+            part_dtype = torch.bfloat16 if plan["part_bf16"] else torch.float32
+            plan["part_o"] = torch.empty((rows, V_DIM), dtype=part_dtype, device=q.device)
             plan["part_lse"] = torch.empty((rows,), dtype=torch.float32, device=q.device)
             plan["counter"] = torch.zeros((batch,), dtype=torch.int32, device=q.device)
         _PLAN_CACHE[key] = plan
@@ -570,9 +789,7 @@ def mla_decode(data: input_t, **tuning) -> output_t:
         raise ValueError(f"only q_seq_len = 1 is supported, got {q.shape[0]} queries for {batch} sequences")
     if q.stride(-1) != 1:
         q = q.contiguous()
-    kv8, kv_scale = kv_data["fp8"]
-    kv = kv8.reshape(kv8.shape[0], QK_DIM)
-    plan = _plan(q, kv.shape[0], batch, tuning)
+    plan = _plan(q, kv_data["fp8"][0].shape[0], batch, tuning)
     out = torch.empty((batch, NUM_HEADS, V_DIM), dtype=torch.bfloat16, device=q.device)
     splits = plan["splits"]
     fused = bool(plan["fused"]) and splits > 1
@@ -581,18 +798,36 @@ def mla_decode(data: input_t, **tuning) -> output_t:
     else:
         part_o, part_lse, counter = out, out, kv_indptr
     pow2 = triton.next_power_of_2(splits)
+    if plan["mxfp4"]:
+        packed, scales = kv_data["mxfp4"]
+        packed, scales = packed.view(torch.uint8), scales.view(torch.uint8)
+        mla_mxfp4_kernel[(splits, batch)](
+            q, q.stride(0), q.stride(1), packed.reshape(packed.shape[0], QK_DIM // 2), scales,
+            kv_indptr, out, part_o, part_lse, float(config["sm_scale"]), splits,
+            WRITE_FINAL=splits == 1, BLOCK_N=plan["block_n"], SCALE_STRIDE=scales.stride(0), UPCAST=INTERPRETED,
+            HW_CVT=bool(torch.version.hip) and not INTERPRETED, num_warps=plan["num_warps"],
+            num_stages=plan["num_stages"])
+        if splits > 1:
+            mla_merge_kernel[(batch, NUM_HEADS)](part_o, part_lse, out, splits, SPLITS_CHUNK=min(16, pow2), num_warps=4)
+        return out
+    kv8, kv_scale = kv_data["fp8"]
+    kv = kv8.reshape(kv8.shape[0], QK_DIM)
     if plan["gluon"]:
         mla_fp8_gluon_kernel[(splits, batch)](
             q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse,
             float(config["sm_scale"]), splits,
-            WRITE_FINAL=splits == 1, BLOCK_N=64, STAGES=plan["stages"], VT_ROWS=plan["vt_rows"], num_warps=4,
+            WRITE_FINAL=splits == 1, BLOCK_N=64, STAGES=plan["stages"], VT_ROWS=plan["vt_rows"],
+            ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] == 256, PDL_TRIGGER=bool(plan["pdl"]) and splits > 1,
+            LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]), num_warps=4,
         )
+        pdl = {"PDL": True, "launch_pdl": True} if plan["pdl"] else {}
         if splits > 1 and plan["merge_dims"]:
             mla_merge_dims_kernel[(batch, NUM_HEADS, V_DIM // plan["merge_dims"])](
-                part_o, part_lse, out, splits, SPLITS_CHUNK=min(32, pow2), DIMS=plan["merge_dims"], num_warps=4)
+                part_o, part_lse, out, splits, SPLITS_CHUNK=min(32, pow2), DIMS=plan["merge_dims"], num_warps=4,
+                **pdl)
         elif splits > 1:
             mla_merge_kernel[(batch, NUM_HEADS)](part_o, part_lse, out, splits, SPLITS_CHUNK=min(16, pow2),
-                                                 num_warps=4)
+                                                 num_warps=4, **pdl)
         return out
     mla_fp8_kernel[(splits, batch)](
         q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse, counter,
@@ -618,6 +853,12 @@ _ARGS = {
     "out_ptr": "*bf16:16", "part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "counter_ptr": "*i32:16",
     "sm_scale": "fp32", "num_splits": "i32",
 }
+_MX_ARGS = {
+    "q_ptr": "*bf16:16", "q_stride_t": "i32:16", "q_stride_h": "i32:16",
+    "kv_ptr": "*u8:16", "kv_scale_ptr": "*u8:16", "kv_indptr_ptr": "*i32:16",
+    "out_ptr": "*bf16:16", "part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16",
+    "sm_scale": "fp32", "num_splits": "i32",
+}
 AOT_SPECS = [
     # Hopper (custom_kernel's NVIDIA choice): fp16 P.V on reloaded value chunks, no pipelining.
     {"kernel": "mla_fp8_kernel", "label": "sm90 default: fp16 P.V chunks, split partials", "signature": _ARGS,
@@ -630,11 +871,11 @@ AOT_SPECS = [
      "num_warps": 4, "num_stages": 1},
     # gfx950 (custom_kernel's ROCm choice): fp8 x fp8 MFMA for both dots, the score tile reused for P.V.
     {"kernel": "mla_fp8_kernel", "label": "gfx950 default: fp8 P.V, split partials", "signature": _ARGS,
-     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": False, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": True},
-     "num_warps": 4, "num_stages": 2},
+     "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": False, "SPLITS_POW2": 8, "BLOCK_N": 32, "PV_FP8": True},
+     "num_warps": 4, "num_stages": 1},
     {"kernel": "mla_fp8_kernel", "label": "gfx950 default: fp8 P.V, final output", "signature": _ARGS,
-     "constexprs": {"WRITE_FINAL": True, "FUSED_REDUCE": False, "SPLITS_POW2": 1, "BLOCK_N": 64, "PV_FP8": True},
-     "num_warps": 4, "num_stages": 2},
+     "constexprs": {"WRITE_FINAL": True, "FUSED_REDUCE": False, "SPLITS_POW2": 1, "BLOCK_N": 32, "PV_FP8": True},
+     "num_warps": 4, "num_stages": 1},
     {"kernel": "mla_fp8_kernel", "label": "option: fused last-program merge (fp8 P.V)", "signature": _ARGS,
      "constexprs": {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 8, "BLOCK_N": 64, "PV_FP8": True},
      "num_warps": 4, "num_stages": 2},
@@ -644,6 +885,14 @@ AOT_SPECS = [
     {"kernel": "mla_merge_dims_kernel", "label": "option merge_dims: merge by 128-dim slices, 32 splits per load",
      "signature": {"part_o_ptr": "*fp32:16", "part_lse_ptr": "*fp32:16", "out_ptr": "*bf16:16", "num_splits": "i32"},
      "constexprs": {"SPLITS_CHUNK": 32, "DIMS": 128}, "num_warps": 4},
+    # MXFP4 KV (option mxfp4=1; gfx950 launch): scaled-MFMA scores on the e2m1 bytes and e8m0 scales as they come,
+    # values by the hardware's scaled fp4 -> bf16 conversion, bf16 MFMA for P.V.
+    {"kernel": "mla_mxfp4_kernel", "label": "mxfp4 (gfx950): scaled-MFMA scores, split partials", "signature": _MX_ARGS,
+     "constexprs": {"WRITE_FINAL": False, "BLOCK_N": 32, "SCALE_STRIDE": 24, "UPCAST": False, "HW_CVT": True},
+     "num_warps": 4, "num_stages": 1},
+    {"kernel": "mla_mxfp4_kernel", "label": "mxfp4 (gfx950): final output", "signature": _MX_ARGS,
+     "constexprs": {"WRITE_FINAL": True, "BLOCK_N": 32, "SCALE_STRIDE": 24, "UPCAST": False, "HW_CVT": True},
+     "num_warps": 4, "num_stages": 1},
     # mla_fp8_gluon_kernel (the sm90 default) is a Gluon kernel: harness/compile/aot.py compiles @triton.jit kernels
     # only; tests/test_kernel_201.py compiles it for sm90 with Gluon's own AST source.
 ]

@@ -60,7 +60,8 @@ results["fidelity"] = {"ref_a8w8": rel_err(ref.ref_kernel(data), exact),
 results["paths"] = []
 for batch, kv_len, seed, tuning in [(1, 64, 11, {}), (3, 257, 12, {}), (2, 300, 5, {"splits": 3, "fused": 0}),
                                     (2, 300, 5, {"splits": 3, "fused": 1}), (2, 200, 6, {"splits": 2, "pv_fp8": 1}),
-                                    (2, 200, 6, {"pv_chunks": 4, "reload": 1})]:
+                                    (2, 200, 6, {"pv_chunks": 4, "reload": 1}),
+                                    (3, 257, 12, {"splits": 2, "pv_fp8": 1, "block_n": 32})]:  # the gfx950 launch
     data = cpu_input(batch, kv_len, seed)
     out = sub.mla_decode(data, **tuning)
     results["paths"].append({"case": [batch, kv_len, seed, tuning], "shape": list(out.shape), "dtype": str(out.dtype),
