@@ -247,3 +247,83 @@ def print_hip_report(console, report) -> None:
         console.print(report.diagnostics[:3000], markup=False, highlight=False, soft_wrap=True)
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/]")
+
+
+def _us(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def estimate_table(result) -> Table:
+    """One row per official shape: the MI355X estimate in benchmark and ranked mode, with bands (harness estimate)."""
+    table = Table(title=escape(f"{result.submission.label}: MI355X estimate (cost model, not a measurement; "
+                               f"recorded on {result.platform.describe()}"
+                               + ("; official shapes scaled from shorter KV" if not result.platform.is_gpu else "")
+                               + ")"))
+    for column in ("shape", "benchmark µs", "band", "ranked µs", "band", "recorded at kv", "note"):
+        table.add_column(column, justify="right" if "µs" in column else "left")
+    for shape in result.shapes:
+        e = shape.estimate
+        if e is None:
+            continue
+        table.add_row(short_spec(shape.spec), _us(e.us), f"{_us(e.low_us)}–{_us(e.high_us)}", _us(e.ranked_us),
+                      f"{_us(e.ranked_low_us)}–{_us(e.ranked_high_us)}", ", ".join(map(str, shape.recorded_kv)),
+                      escape(shape.note))
+    return table
+
+
+def estimate_breakdown(result) -> Table:
+    """Which launches each shape makes and what each costs (µs), one column per shape."""
+    shapes = [shape for shape in result.shapes if shape.estimate is not None]
+    table = Table(title="breakdown: what each call launches, µs per call (count× when more than one)")
+    table.add_column("kind")
+    table.add_column("what")
+    for shape in shapes:
+        table.add_column(f"{shape.spec['batchsize']}×{shape.spec['kvseqlen']}", justify="right")
+    table.add_column("basis")
+    rows: dict = {}
+    for index, shape in enumerate(shapes):
+        for priced in shape.estimate.priced:
+            key = (priced.launch.kind, priced.launch.name)
+            row = rows.setdefault(key, {"cells": [""] * len(shapes), "basis": priced.basis})
+            count = f"{priced.launch.count}× " if priced.launch.count > 1 else ""
+            row["cells"][index] = f"{count}{_us(priced.us)}"
+    for (kind, what), row in rows.items():
+        table.add_row(kind, escape(what), *row["cells"], escape(row["basis"]))
+    return table
+
+
+def print_estimate(console, result) -> None:
+    if result.refusal:
+        console.print(escape(f"{result.submission.label}: no MI355X estimate: {result.refusal}"), highlight=False)
+        return
+    console.print(estimate_table(result))
+    console.print(estimate_breakdown(result))
+    figures = result.geomeans()
+    lowest, highest = result.model.errors
+    console.print(escape(
+        f"{result.submission.label}: MI355X estimate, geomean {_us(figures['us'])} µs in benchmark mode "
+        f"(band {_us(figures['low_us'])}–{_us(figures['high_us'])}), {_us(figures['ranked_us'])} µs in ranked mode "
+        f"(band {_us(figures['ranked_low_us'])}–{_us(figures['ranked_high_us'])}). A model's estimate, not a "
+        f"measurement: the band covers the leave-one-out errors of its calibration figures ({lowest:+.1%} to "
+        f"{highest:+.1%}), widened by what has no figure."), highlight=False)
+    widened: dict = {}
+    for shape in (s for s in result.shapes if s.estimate):
+        for priced in (p for p in shape.estimate.priced if not p.calibrated):
+            widened.setdefault(priced.basis, set()).add(priced.launch.name)
+    for basis, names in sorted(widened.items()):
+        console.print(escape(f"widened by {', '.join(sorted(names))}: {basis}"), highlight=False)
+    for warning in result.warnings:
+        console.print(escape(f"warning: {warning}"), highlight=False)
+
+
+def estimate_diff_table(comparison) -> Table:
+    """`harness diff --estimate A B`: the two estimates per shape and their geomeans, with bands."""
+    a, b = comparison.a_record["submission"]["path"], comparison.b_record["submission"]["path"]
+    table = Table(title=escape(f"MI355X estimates (cost model, not measurements): {Path(a).stem} vs {Path(b).stem}"))
+    for column in ("shape", "A µs", "A band", "B µs", "B band", "A / B"):
+        table.add_column(column, justify="left" if column == "shape" else "right")
+    rows = list(comparison.shapes) + [("geomean", comparison.a_geomean, comparison.b_geomean)]
+    for name, fa, fb in rows:
+        table.add_row(name, _us(fa["us"]), f"{_us(fa['low_us'])}–{_us(fa['high_us'])}", _us(fb["us"]),
+                      f"{_us(fb['low_us'])}–{_us(fb['high_us'])}", f"{fa['us'] / fb['us']:.2f}×")
+    return table

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness import paths
-from harness.results import records
+from harness.results import estimates, records
 from harness.results.chart import draw_chart
 from harness.results.floors import KV_BYTES_PER_TOKEN, copy_bandwidth, floor_ns
 from harness.results.figures import format_us, geomean
@@ -36,6 +36,7 @@ class Row:
     speedup: float | None = None
     best: bool = False
     unverified: bool = False
+    estimate: str | None = None  # "MI355X estimate" column: the newest `harness estimate` of this submission
 
 
 @dataclass
@@ -150,7 +151,8 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
     if baseline is not None and not any(r["submission"]["numbered"] and r["submission"]["number"] == baseline
                                         for r in everything):
         raise BaselineError(f"--baseline {baseline}: the ledger has no result of submission {baseline}")
-    runs = [r for r in everything if r["mode"] != "compile"]  # compiles only feed "where verified"
+    runs = [r for r in everything if r["mode"] not in ("compile", estimates.MODE)]  # those feed their own sections
+    estimated = estimates.latest(everything)
     latest = records.latest_by(runs, lambda r: (records.group_key(r), records.identity(r)))
     tables: dict[tuple, Table] = {}
     for (key, _), record in latest.items():
@@ -167,7 +169,9 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
         elif status == "pass":
             table.rows.append(Row(label=name, number=record["submission"]["number"],
                                   record=record, means=case_means(record), verdicts=case_verdicts(record),
-                                  reported_score_ns=reported_score_ns(record), unverified=unverified))
+                                  reported_score_ns=reported_score_ns(record), unverified=unverified,
+                                  estimate=estimates.cell(estimated.get(records.identity(record)))
+                                  if records.identity(record) in estimated else None))
         elif status == "skip":
             table.skipped.append(Listed(name, status, failure_reason(record), unverified))
         else:
@@ -260,6 +264,8 @@ def render_table(table: Table) -> str:
         if table.timed:
             score = "score ≈ geomean (µs)" if table.remote else "geomean (µs)"
             heads += [score, f"speedup vs {table.baseline}"]
+            if not table.remote and any(row.estimate for row in table.rows):
+                heads.append(estimates.COLUMN)
             aligns = ["---"] + ["---:"] * (len(heads) - 1)
         else:
             heads.append("status")
@@ -278,6 +284,8 @@ def render_table(table: Table) -> str:
                 geo = format_us(row.geomean_ns)
                 cells += [f"**{geo}**" if row.best else geo,
                           f"{row.speedup:.2f}×" if row.speedup is not None else "–"]
+                if estimates.COLUMN in heads:
+                    cells.append(_cell(row.estimate or "–"))
             else:
                 cells += ["✓" if row.verdicts.get(s) == "pass" else _cell(row.verdicts.get(s, "–")) for s in table.shapes]
                 cells.append("pass")
@@ -342,7 +350,7 @@ def where_verified(everything: list[dict]) -> dict:
         if not record["submission"]["numbered"]:
             continue
         found.setdefault(label(record), {})  # listed even when every run of it was skipped
-        if record["status"] == "skip":
+        if record["status"] == "skip" or estimates.is_estimate(record):  # an estimate verifies nothing
             continue
         backend, arch = record["device"]["backend"], record["device"]["arch"]
         if record["mode"] == "compile":
@@ -374,7 +382,7 @@ def render_verified(everything: list[dict]) -> list[str]:
 
 
 def render_markdown(tables: list[Table], *, ledger_file: str, record_count: int, generated: datetime,
-                    chart: str | None, verified: list[str] | None = None) -> str:
+                    chart: str | None, verified: list[str] | None = None, sections: list[str] | None = None) -> str:
     lines = ["# Scoreboard", "",
              f"Generated {generated.strftime('%Y-%m-%d %H:%M UTC')} by `harness scoreboard` from "
              f"`{ledger_file}` ({record_count} records). Do not edit by hand: run `make scoreboard`.", ""]
@@ -391,6 +399,7 @@ def render_markdown(tables: list[Table], *, ledger_file: str, record_count: int,
         lines += ["⚠ Needs HIP or aiter and has no passing test or leaderboard run on MI355X in the ledger: "
                   + ", ".join(unverified) + ".", ""]
     lines += verified or []
+    lines += sections or []
     local = [t for t in tables if not t.remote]
     remote = [t for t in tables if t.remote]
     if local:
@@ -422,7 +431,7 @@ def regenerate(*, ledger_file=None, output=None, chart=None, baseline: int | Non
     page = render_markdown(tables, ledger_file=paths.shown(source, root), record_count=len(everything),
                            generated=now or datetime.now(timezone.utc),
                            chart=paths.shown(drawn, output.parent) if drawn else None,
-                           verified=render_verified(everything))
+                           verified=render_verified(everything), sections=estimates.render_section(everything))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(page, encoding="utf-8")
     return Summary(output=output, chart=drawn, tables=len(tables), records=len(everything))

@@ -8,7 +8,7 @@ top to bottom:
   3. `child_main`: limits, the `import submission` finder, and the request loop over a private pipe.
 The parent side (harness/run/worker.py) sends requests and enforces time limits; this process never
 writes the ledger. Messages are JSON lines:
-  request {"op": "test" | "benchmark" | "profile", "args": {...}, "nonce": "<hex>"}
+  request {"op": "test" | "benchmark" | "profile" | "estimate", "args": {...}, "nonce": "<hex>"}
   reply   {"ok": true, "result": {...}, "nonce": ...} or
           {"ok": false, "status": "error", "message": "...", "import_failed": bool, "nonce": ...}
 A child announces itself with {"ready": true} once torch and reference.py are imported.
@@ -277,10 +277,33 @@ def _run_single_profile(args: dict, device: str) -> dict:
     return {"report": prof.key_averages().table(sort_by=sort_by, row_limit=20), "notes": _submission_notes()}
 
 
+def _run_single_estimate(args: dict, device: str) -> dict:
+    """`harness estimate`: one checked call, then one call recorded (harness/run/recording.py) on the same input,
+    as the timed calls of benchmark mode would repeat it."""
+    from harness.run import recording
+
+    custom_kernel = _custom_kernel()
+    data = _trusted_object("reference.generate_input")(**args)
+    check_copy = clone_data(data)
+    output = custom_kernel(data)
+    timing.synchronize(device)
+    verify_untampered()
+    good, message, _ = _checked(check_copy, output)
+    if not good:
+        return {"good": False, "message": message, "recording": None, "notes": _submission_notes()}
+    del output
+    with recording.recording(device) as recorded:
+        custom_kernel(data)
+    timing.synchronize(device)
+    verify_untampered()
+    return {"good": True, "message": message, "recording": recorded(), "notes": _submission_notes()}
+
+
 OPERATIONS = {
     "test": _run_single_test,
     "benchmark": _run_single_benchmark,
     "profile": _run_single_profile,
+    "estimate": _run_single_estimate,
 }
 
 # ---------------------------------------------------------------------------------------------
