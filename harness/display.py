@@ -67,6 +67,8 @@ def run_table(run) -> Table:
     title = f"{run.submission.label} · {run.mode} · {run.platform.describe()}"
     if timed:
         title += f" · flush {run.flush}"
+    if getattr(run, "standin", None):
+        title += " · aiter stand-in: correctness only"
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("case (bs×kv seed)", no_wrap=True)
@@ -90,6 +92,8 @@ def run_table(run) -> Table:
     mean = protocol.geomean_ns(run)
     if mean is not None:
         table.caption = f"geometric mean of the means: {format_us(mean)} µs"
+        if getattr(run, "standin", None):
+            table.caption += " (aiter stand-in: says nothing about MI355X)"
         table.caption_justify = "left"
     return table
 
@@ -120,12 +124,19 @@ def print_run(console, run) -> None:
             console.print(f"[dim]worker log: {escape(paths.shown(run.log_path))}[/]")
 
 
+def needs_here(sub, here) -> str:
+    """'aiter (stand-in here), torch' where no real aiter is installed: what `harness list` shows as needs."""
+    standin = here.versions.get("aiter") is None
+    return ", ".join(("aiter (optional; stand-in here)" if r.optional else "aiter (stand-in here)")
+                     if r.name == "aiter" and standin else r.label for r in sub.needs)
+
+
 def submission_lines(found: list, here, can_run) -> list[str]:
     """The submissions list as plain lines (piped output: nothing cut, one line each)."""
     lines = [f"submissions · this machine: {here.describe()}"]
     for sub in found:
         ok, reason = can_run(sub, here)
-        lines.append(f"{sub.number} {sub.path.name}: needs {sub.needs_label()}; "
+        lines.append(f"{sub.number} {sub.path.name}: needs {needs_here(sub, here)}; "
                      f"runs here: {'yes' if ok else 'no'}" + (f"; {reason}" if reason else ""))
     return lines
 
@@ -137,7 +148,7 @@ def submissions_table(found: list, here, can_run) -> Table:
     table.add_column("why / how", overflow="fold")
     for sub in found:
         ok, reason = can_run(sub, here)
-        table.add_row(str(sub.number), sub.path.name, sub.needs_label(),
+        table.add_row(str(sub.number), sub.path.name, needs_here(sub, here),
                       "[green]yes[/]" if ok else "[yellow]no[/]", escape(reason))
     return table
 

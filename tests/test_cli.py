@@ -38,7 +38,7 @@ def test_run_exit_codes_and_ledger_records(cli_env):
     passed = invoke("run", str(SAMPLES / "reference_call.py"), "--device", "cpu", "--cases", cases_file)
     assert passed.exit_code == 0, passed.output
     assert "pass" in passed.output
-    failed = invoke("run", str(SAMPLES / "wrong_output.py"), str(SAMPLES / "aiter_decode.py"),
+    failed = invoke("run", str(SAMPLES / "wrong_output.py"), str(SAMPLES / "hip_inline.py"),
                     "--device", "cpu", "--cases", cases_file, "--json")
     assert failed.exit_code == 1
     printed = json.loads(failed.stdout)

@@ -64,6 +64,7 @@ class Table:
     notes: list = field(default_factory=list)
     secret: dict = field(default_factory=dict)  # label -> verdict of the remote secret-seed run
     interpreted: list = field(default_factory=list)  # passed, but timed through the Triton interpreter: left out
+    standin: list = field(default_factory=list)  # passed on the aiter stand-in (correctness only): left out
 
     @property
     def timed(self) -> bool:
@@ -115,7 +116,7 @@ def verified_on_mi355x(record: dict, everything: list[dict]) -> bool:
     sub = record["submission"]
     for other in everything:
         other_sub = other["submission"]
-        on_mi355x = other["source"] == "remote" or other["device"]["arch"] == "gfx950"
+        on_mi355x = (other["source"] == "remote" or other["device"]["arch"] == "gfx950") and not other.get("standin")
         if not on_mi355x or other["mode"] not in ("test", "leaderboard") or other["status"] != "pass":
             continue
         same_file = sub["sha256"] and other_sub["sha256"] == sub["sha256"]
@@ -164,7 +165,9 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
         unverified = needs_mi355x(needs) and not verified_on_mi355x(record, everything)
         name = label(record)
         status = record["status"]
-        if status == "pass" and record["interpreter"] and record["mode"] in TIMED_MODES and not include_interpreter:
+        if status == "pass" and record.get("standin") and record["mode"] in TIMED_MODES:
+            table.standin.append(name)  # stand-in times: never in a timed table, whatever the options
+        elif status == "pass" and record["interpreter"] and record["mode"] in TIMED_MODES and not include_interpreter:
             table.interpreted.append(name)
         elif status == "pass":
             table.rows.append(Row(label=name, number=record["submission"]["number"],
@@ -184,6 +187,9 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
             table.notes.append(f"Left out: {', '.join(sorted(table.interpreted))} passed, but their times ran through "
                                "the Triton interpreter (TRITON_INTERPRET=1) and say nothing about a GPU "
                                "(harness scoreboard --include-interpreter shows them).")
+        if table.standin:
+            table.notes.append(f"Left out: {', '.join(sorted(table.standin))} passed on the aiter stand-in "
+                               "(correctness only): their times say nothing about MI355X.")
         table.rows.sort(key=_row_order)
         table.failing.sort(key=lambda item: item.label)
         table.skipped.sort(key=lambda item: item.label)
@@ -337,7 +343,7 @@ def unverified_submissions(tables: list[Table]) -> list[str]:
     return sorted(labels)
 
 
-VERIFIED_COLUMNS = ("CPU", "GPU here", "compiled for gfx950", "MI355X")
+VERIFIED_COLUMNS = ("CPU", "GPU here", "aiter stand-in", "compiled for gfx950", "MI355X")
 
 
 def where_verified(everything: list[dict]) -> dict:
@@ -355,13 +361,15 @@ def where_verified(everything: list[dict]) -> dict:
         backend, arch = record["device"]["backend"], record["device"]["arch"]
         if record["mode"] == "compile":
             column = "compiled for gfx950" if arch == "gfx950" else None
+        elif record.get("standin"):  # correctness on the harness's torch aiter, never MI355X evidence
+            column = "aiter stand-in"
         elif record["source"] == "remote" or arch == "gfx950":
             column = "MI355X"
         else:
             column = "CPU" if backend == "cpu" else "GPU here"
         if column is None or record["mode"] == "profile":
             continue
-        where = "" if column != "GPU here" else f" {record['device']['name']}"
+        where = "" if column not in ("GPU here", "aiter stand-in") else f" {record['device']['name']}"
         mark = "✓" if record["status"] == "pass" else "✗"
         found.setdefault(label(record), {})[column] = f"{mark}{where} ({record['finished'][:10]})"
     return found

@@ -43,6 +43,9 @@ class Budgets:
 
 
 OFFICIAL_BUDGETS = Budgets()
+# Said in the table and the record of every run the aiter stand-in served (harness/aiter_standin).
+STANDIN_NOTE = ("aiter stand-in: correctness only (AMD's aiter is not installed here; the harness's torch stand-in "
+                "ran its calls, so the times say nothing about MI355X and a pass is not verified there)")
 # Through the Triton interpreter a call takes seconds and its time means nothing: a few calls check it, as the
 # official minimum of three runs does, and leaderboard mode still gives each one fresh input.
 INTERPRETER_REPEATS = 3
@@ -92,6 +95,7 @@ class RunResult:
     finished: str
     log_path: Path | None = None
     interpreter: bool = False  # Triton kernels ran through TRITON_INTERPRET: its times say nothing about a GPU
+    standin: str | None = None  # "aiter": the aiter stand-in served it (correctness only, its times say nothing)
 
     @property
     def failed(self) -> bool:
@@ -357,12 +361,15 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
             results = run_leaderboard(worker, cases, limit, flush, budgets, progress, warnings, on_case)
         else:
             results = run_profile(worker, cases, limit, progress, on_case)
+        standin = worker.standin
+    if standin:
+        warnings.insert(0, STANDIN_NOTE)
     warnings.extend(case_warnings(results))
     status, reason = summarize(results)
     if status == "pass" and rejections:
         reason = f"passes here, but the server would reject it: {rejections[0].split(': ', 1)[1]}"
     return RunResult(submission, mode, cases_name, flush, platform, status, reason, results, warnings,
-                     started, now_iso(), log_path, interpreter=interpret)
+                     started, now_iso(), log_path, interpreter=interpret, standin=standin)
 
 
 def geomean_ns(run: RunResult) -> float | None:
@@ -380,4 +387,4 @@ def record(run: RunResult, checkout: dict | None = None) -> records.Record:
         mode=run.mode, cases=run.cases, flush=run.flush, device=run.platform.record_device(),
         versions=run.platform.versions, status=run.status, reason=run.reason,
         results=[result.record() for result in run.results], warnings=run.warnings,
-        started=run.started, finished=run.finished, interpreter=run.interpreter, git=checkout)
+        started=run.started, finished=run.finished, interpreter=run.interpreter, standin=run.standin, git=checkout)
