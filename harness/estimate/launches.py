@@ -20,8 +20,7 @@ def from_recording(recording: dict) -> list[Launch]:
         if call.get("variant"):
             launches.append(Launch("asm", name, bytes=_asm_bytes(call), variant=variant_key(call["variant"],
                                                                                               call.get("persistent"))))
-            if count > 1:
-                launches.append(Launch("aiter", f"mla reduce ({name})", count=count - 1))
+            launches += [Launch("aiter", f"mla reduce ({name})") for _ in range(count - 1)]
         elif count:
             launches.append(Launch("aiter", name, count=count))
     for name, op in sorted(recording.get("ops", {}).items()):

@@ -93,8 +93,8 @@ def price(launch: Launch, model: Model) -> Priced:
                       f"no figure for {launch.variant}: bounded by the calibrated variants", False)
     if launch.kind == "aiter":
         kind = _helper_kind(launch.name)
-        if kind in cal.aiter_kernel_us:
-            us = cal.aiter_kernel_us[kind] * n
+        if kind in cal.aiter_kernel_us:  # the facts time one call of each; a call's further launches are small ones
+            us = cal.aiter_kernel_us[kind] + cal.torch_launch_us * (n - 1)
             return Priced(launch, us, us, us, "fixed (facts)", True)
         helpers = list(cal.aiter_kernel_us.values()) + [cal.torch_launch_us]
         low, high = min(helpers) * n, max(helpers) * n
