@@ -263,8 +263,10 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
 @click.option("--all", "run_all", is_flag=True, help="Run every submission in submissions/.")
 @mode_option(default="test", help="The official eval.py mode.")
 @device_option
-@click.option("--cases", "cases_arg", default=None, metavar="official|small|FILE",
-              help="Shapes to run (default: official on a GPU, small on a CPU). FILE: a YAML list or eval.py lines.")
+@click.option("--cases", "cases_arg", default=None, metavar="official|small|stress|FILE",
+              help="Shapes to run (default: official on a GPU, small on a CPU; test mode then also runs the stress "
+                   "cases, whose findings are warnings). stress: structured data on the test shapes. FILE: a YAML "
+                   "list or eval.py lines.")
 @click.option("--flush", type=click.Choice(["fast", "official"]), default="fast", show_default=True,
               help="Cache flush before each timed call: a few times the last-level cache, or eval.py's 64 GiB randn.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ledger records as JSON instead of tables.")
