@@ -107,8 +107,7 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, e
     console = display.console()
     if estimated:
         guess = estimates.compare(records.load(ledger_file), a, b)
-        console.print(display.estimate_diff_table(guess))
-        console.print(estimates.verdict(guess), highlight=False)
+        display.print_estimate_diff(console, guess, estimates.verdict(guess))
         raise SystemExit(EXIT_PASSED)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -347,7 +346,6 @@ def estimate(submission, target, device, as_json):
 
     from harness import display, platform as platforms, submission as subs
     from harness.estimate import runner
-    from harness.results import ledger
     from harness.run import session
 
     chosen, here = subs.resolve(submission), platforms.detect(device)
@@ -355,9 +353,8 @@ def estimate(submission, target, device, as_json):
     with console.status(f"recording {chosen.label}...") as status:
         result = runner.run(chosen, here, target, progress=lambda i, n, shape: status.update(
             f"recording {chosen.label}: {shape} ({i + 1}/{n})"))
-    record = runner.record(result, session.git_checkout())
     try:
-        ledger.append(record)
+        record = runner.save(result, session.git_checkout())
     except OSError as error:
         raise session.ResultsError(f"the estimate could not be written to the ledger: {error}") from None
     click.echo(json.dumps(record, indent=2)) if as_json else display.print_estimate(console, result)

@@ -338,3 +338,8 @@ def estimate_diff_table(comparison) -> Table:
         table.add_row(name, _us(fa["us"]), f"{_us(fa['low_us'])}–{_us(fa['high_us'])}", _us(fb["us"]),
                       f"{_us(fb['low_us'])}–{_us(fb['high_us'])}", f"{fa['us'] / fb['us']:.2f}×")
     return table
+
+
+def print_estimate_diff(console, comparison, verdict: str) -> None:
+    console.print(estimate_diff_table(comparison))
+    console.print(escape(verdict), highlight=False)

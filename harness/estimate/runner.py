@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from harness.estimate import fit, launches as launch_lists
 from harness.estimate.model import Model, ShapeEstimate, estimate_shape
 from harness.platform import Platform
-from harness.results import records
+from harness.results import ledger, records
 from harness.results.figures import geomean
 from harness.run import cases, protocol
 from harness.run.worker import Worker
@@ -144,3 +144,10 @@ def record(result: EstimateRun, checkout: dict | None = None) -> records.Record:
         flush="none", device=records.Device(name=DEVICE_NAME, arch="gfx950 (model)", backend="estimate"),
         versions=result.platform.versions, status=result.status, reason=result.refusal, results=results,
         warnings=result.warnings, started=result.started, finished=result.finished, git=checkout, estimate=payload)
+
+
+def save(result: EstimateRun, checkout: dict | None = None) -> records.Record:
+    """The run's record, appended to the ledger (OSError when it cannot be written)."""
+    found = record(result, checkout)
+    ledger.append(found)
+    return found
