@@ -257,3 +257,20 @@ def test_the_estimate_command_prints_the_estimate_and_records_it(monkeypatch, re
     assert all(case["stats"] is None for case in saved[0]["results"])
     refused = CliRunner().invoke(main, ["estimate", str(ESTIMATE_SAMPLES / "estimate_page_size_2.py"), "--device", "cpu"])
     assert refused.exit_code == 1 and "no MI355X estimate" in refused.output and "page_size" in refused.output
+
+
+def test_cpu_recordings_use_two_kv_lengths_never_past_the_official_one():
+    assert runner.recording_lengths(4, 1024, on_gpu=False, budget=131072) == [1024]
+    assert runner.recording_lengths(256, 8192, on_gpu=False, budget=131072) == [384, 512]
+    assert runner.recording_lengths(256, 8192, on_gpu=False, budget=256) == [1, 2]
+    assert runner.recording_lengths(1, 1, on_gpu=False, budget=1) == [1]
+    assert runner.recording_lengths(256, 8192, on_gpu=True) == [8192]
+
+
+def test_a_triton_kernel_is_recorded_with_its_grid_and_priced_as_uncalibrated():
+    found = _estimate("triton_interpreted.py", [SMALL], budget=64)
+    assert found.status == "pass", found.refusal
+    priced = [p for p in found.shapes[0].estimate.priced if p.launch.kind == "triton"]
+    assert priced and all(not p.calibrated and cost.UNCALIBRATED in p.basis for p in priced)
+    assert all(p.high_us > p.low_us > 0 for p in priced)
+    assert [p.launch.name for p in priced] == ["copy_kernel grid (8,)"]  # 4 x 16 x 512 outputs, 4096 per program

@@ -27,8 +27,9 @@ def from_recording(recording: dict) -> list[Launch]:
         launches.append(Launch("torch", name, count=int(op["count"]), bytes=float(op["bytes"])))
     triton: dict = {}
     for kernel in recording.get("triton", []):
-        count, nbytes = triton.get(kernel["name"], (0, 0.0))
-        triton[kernel["name"]] = (count + 1, nbytes + float(kernel["bytes"]))
+        name = kernel["name"] + (f" grid {tuple(kernel['grid'])}" if kernel.get("grid") else "")
+        count, nbytes = triton.get(name, (0, 0.0))
+        triton[name] = (count + 1, nbytes + float(kernel["bytes"]))
     launches += [Launch("triton", name, count=count, bytes=nbytes) for name, (count, nbytes) in sorted(triton.items())]
     if recording.get("allocations"):
         launches.append(Launch("alloc", "torch.empty", count=int(recording["allocations"])))
@@ -82,7 +83,9 @@ def scale(short: dict | None, long: dict, kv_short: int | None, kv_long: int, kv
     ops = {name: {"count": round(_line(short["ops"][name]["count"], op["count"], kv_short, kv_long, kv, True)),
                   "bytes": _line(short["ops"][name]["bytes"], op["bytes"], kv_short, kv_long, kv)}
            for name, op in long["ops"].items()}
-    triton = [dict(k, bytes=k["bytes"] * kv / kv_long) for k in long["triton"]]
+    paired = [k["name"] for k in short["triton"]] == [k["name"] for k in long["triton"]]
+    triton = [dict(k, bytes=_line(short["triton"][i]["bytes"] if paired else k["bytes"], k["bytes"],
+                                  kv_short if paired else kv_long, kv_long, kv)) for i, k in enumerate(long["triton"])]
     syncs = {what: round(_line(short["syncs"].get(what, 0), n, kv_short, kv_long, kv, True))
              for what, n in long["syncs"].items()}
     allocations = round(_line(short["allocations"], long["allocations"], kv_short, kv_long, kv, True))

@@ -62,8 +62,8 @@ class EstimateRun:
 
 def recording_lengths(batch: int, kv: int, on_gpu: bool, budget: int = ROW_BUDGET) -> list[int]:
     """The KV lengths one shape is recorded at: the official one on a GPU; on a CPU at most `budget` rows."""
-    longest = kv if on_gpu else max(1, min(kv, budget // max(batch, 1)))
-    return [longest] if longest == kv else [max(1, longest * 3 // 4), longest]
+    longest = kv if on_gpu else min(kv, max(2, budget // max(batch, 1)))  # two lengths at least: a line needs two
+    return [longest] if longest >= kv else [min(longest - 1, max(1, longest * 3 // 4)), longest]
 
 
 def _refusal_before_running(submission: Submission, platform: Platform) -> str:
