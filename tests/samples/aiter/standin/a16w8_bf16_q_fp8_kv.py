@@ -2,7 +2,7 @@
 #!POPCORN gpu MI355X
 # aiter stand-in sample: bf16 Q with fp8 KV (a16w8). The runner has that kernel only in persistent mode, so a
 # non-persistent call is refused as the runner refuses it.
-# EXPECT-STANDIN test=error:heuristic
+# EXPECT-STANDIN test=error:heuristic-kernel
 import torch
 from aiter.mla import mla_decode_fwd
 

@@ -2,7 +2,7 @@
 #!POPCORN gpu MI355X
 # aiter stand-in sample (a hack): Q's quantization captured in a CUDA graph on the first call of a shape and
 # replayed later without copying the new Q into the graph's input, so later calls use the first call's Q.
-# EXPECT-STANDIN gpu-test=pass gpu-leaderboard=fail cpu=error
+# EXPECT-STANDIN gpu-test=pass gpu-leaderboard=fail cpu=error:cuda
 import torch
 from aiter import dtypes
 from aiter.mla import mla_decode_fwd

@@ -2,7 +2,7 @@
 #!POPCORN gpu MI355X
 # aiter stand-in sample: the output is allocated on a hard-coded "cuda" device; on a CPU-only run that is one
 # clear line, not a traceback.
-# EXPECT-STANDIN cpu=error:cuda
+# EXPECT-STANDIN cpu=error:cuda-device
 import torch
 from aiter.mla import mla_decode_fwd
 

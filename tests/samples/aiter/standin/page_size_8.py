@@ -2,7 +2,7 @@
 #!POPCORN gpu MI355X
 # aiter stand-in sample (a hack seen after the reset): page size 8 on long sequences. The runner's asm kernels
 # support page size 1 only, so it reads part of the KV and passes the loose check by chance.
-# EXPECT-STANDIN test=fail:page_size leaderboard=fail:page_size lint=MLA_PAGE_SIZE
+# EXPECT-STANDIN test=fail:page_size gpu-test=fail:page_size lint=MLA_PAGE_SIZE
 import torch
 from aiter import dtypes, get_mla_metadata_info_v1, get_mla_metadata_v1
 from aiter.mla import mla_decode_fwd

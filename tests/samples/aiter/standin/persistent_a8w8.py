@@ -1,7 +1,7 @@
 #!POPCORN leaderboard amd-mixed-mla
 #!POPCORN gpu MI355X
 # aiter stand-in sample: a correct persistent a8w8 wrapper (fp8 Q and KV, 32 splits, metadata per call).
-# EXPECT-STANDIN test=pass leaderboard=pass stress=pass
+# EXPECT-STANDIN test=pass leaderboard=pass stress=pass same_batch_other_kv=pass
 import torch
 from aiter import dtypes, get_mla_metadata_info_v1, get_mla_metadata_v1, per_tensor_quant_hip
 from aiter.mla import mla_decode_fwd
