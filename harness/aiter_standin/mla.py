@@ -164,6 +164,10 @@ def _reduce(partial_output, partial_lse, reduce_indptr, reduce_final_map, reduce
     present = slots < ptr[tiles + 1][:, None]
     device = partial_output.device
     base = reduce_partial_map.to(torch.int64)[slots.clamp(max=reduce_partial_map.numel() - 1).to(device)]
+    base = torch.where(present.to(device), base, 0)  # slots past a tile's count hold whatever the buffer held
+    if int(base.max()) + int((q_end - q_start).max()) > partial_output.view(-1, heads, v_dim).shape[0] or int(base.min()) < 0:
+        raise refuse("reduce_partial_map", "out of range", "it names partial rows outside partial_output; the "
+                     "runner's reduce would read memory that no stage-1 wrote")
     data, lse = partial_output.view(-1, heads, v_dim), partial_lse.view(-1, heads)
     for r in range(int((q_end - q_start).max())):
         rows = (base + r).clamp(max=data.shape[0] - 1)

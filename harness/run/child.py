@@ -335,6 +335,9 @@ def one_line_error(exc: BaseException, submission_path: str) -> str:
     first_line = (str(exc).strip().splitlines() or [""])[0]
     if isinstance(exc, StandInError):  # a refusal or an uncovered aiter name: the stand-in's words, no type name
         return f"{first_line}{where}"
+    if os.environ.get("MLA_DEVICE") == "cpu" and ("not compiled with CUDA" in first_line or "NVIDIA driver" in first_line):
+        return (f"this run is on the CPU, but the submission asks for a CUDA device (device=\"cuda\" hard-coded? "
+                f"use the inputs' device, q.device){where}")
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         return (f"output cap: the submission wrote more than {format_size(output_limit())} to stdout/stderr "
                 f"(the worker's log is capped){where}")
