@@ -274,3 +274,9 @@ def test_a_triton_kernel_is_recorded_with_its_grid_and_priced_as_uncalibrated():
     assert priced and all(not p.calibrated and cost.UNCALIBRATED in p.basis for p in priced)
     assert all(p.high_us > p.low_us > 0 for p in priced)
     assert [p.launch.name for p in priced] == ["copy_kernel grid (8,)"]  # 4 x 16 x 512 outputs, 4096 per program
+
+
+def test_a_bad_row_budget_is_one_error_line(monkeypatch):
+    monkeypatch.setenv(runner.ROW_BUDGET_ENV, "lots")
+    result = CliRunner().invoke(main, ["estimate", "001", "--device", "cpu"])
+    assert result.exit_code == 2 and "error: HARNESS_ESTIMATE_ROWS must be a positive number of KV rows" in result.output

@@ -66,6 +66,14 @@ def recording_lengths(batch: int, kv: int, on_gpu: bool, budget: int = ROW_BUDGE
     return [longest] if longest >= kv else [min(longest - 1, max(1, longest * 3 // 4)), longest]
 
 
+def row_budget() -> int:
+    """$HARNESS_ESTIMATE_ROWS or ROW_BUDGET; CaseError (one line, exit 2) when it is not a positive integer."""
+    text = os.environ.get(ROW_BUDGET_ENV) or str(ROW_BUDGET)
+    if not text.strip().isdigit() or int(text) < 1:
+        raise cases.CaseError(f"{ROW_BUDGET_ENV} must be a positive number of KV rows, got {text!r}")
+    return int(text)
+
+
 def _refusal_before_running(submission: Submission, platform: Platform) -> str:
     if "hip" in submission.requirements:
         return ("builds HIP kernels, which cannot run on this machine: nothing to record, so no estimate "
@@ -93,7 +101,7 @@ def _record_shape(worker: Worker, spec: dict, lengths: list, device: str) -> tup
 def run(submission: Submission, platform: Platform, target: str = "mi355x", *, budget: int | None = None,
         specs: list | None = None, progress=None) -> EstimateRun:
     started = protocol.now_iso()
-    budget = budget or int(os.environ.get(ROW_BUDGET_ENV) or ROW_BUDGET)
+    budget = budget or row_budget()
     model, _ = fit.calibrated_model()
     specs = specs or cases.official("benchmark")
     warnings = protocol.server_rejections(submission)
