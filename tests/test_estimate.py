@@ -280,3 +280,14 @@ def test_a_bad_row_budget_is_one_error_line(monkeypatch):
     monkeypatch.setenv(runner.ROW_BUDGET_ENV, "lots")
     result = CliRunner().invoke(main, ["estimate", "001", "--device", "cpu"])
     assert result.exit_code == 2 and "error: HARNESS_ESTIMATE_ROWS must be a positive number of KV rows" in result.output
+
+
+def test_a_triton_grid_smaller_than_the_chip_gets_only_its_share_of_the_bandwidth():
+    model, _ = fit.calibrated_model()
+    nbytes = 64e6
+    small, full = (cost.price(calib.Launch("triton", "k", bytes=nbytes, programs=programs), model)
+                   for programs in (4, 1024))
+    launch_us = model.calibration.torch_launch_us
+    assert full.low_us == pytest.approx(launch_us + nbytes / 8e12 * 1e6)
+    assert small.low_us - launch_us == pytest.approx((full.low_us - launch_us) * 64)  # 4 of 256 CUs busy
+    assert "on 4 of 256 CUs" in small.basis and cost.UNCALIBRATED in small.basis

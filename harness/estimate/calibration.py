@@ -23,6 +23,7 @@ class Launch:
     count: int = 1
     bytes: float = 0.0     # bytes moved by all `count` of them (asm: KV + Q read, output written)
     variant: str | None = None  # asm kernels: "a8w8_ps", "a16w16_np", ...
+    programs: int | None = None  # Triton kernels: programs in the grid of each launch (None when not known)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Calibration:
     allocation_us: float
     aiter_kernel_us: dict  # "metadata" | "reduce" | "quant" -> us
     peak_bandwidth: float  # bytes/s
+    compute_units: int
     ranked_offset_us: tuple  # (low, high) from the facts
     rows: tuple
 
@@ -63,6 +65,7 @@ def load(path: Path = DATA_FILE) -> Calibration:
                        torch_launch_us=float(fixed["torch_launch_us"]["value"]),
                        allocation_us=float(fixed["allocation_us"]["value"]), aiter_kernel_us=helpers,
                        peak_bandwidth=float(data["hardware"]["peak_bandwidth_bytes_per_s"]),
+                       compute_units=int(data["hardware"]["compute_units"]),
                        ranked_offset_us=(float(ranked["low"]), float(ranked["high"])), rows=rows)
 
 

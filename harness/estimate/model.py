@@ -64,10 +64,11 @@ def _helper_kind(name: str) -> str | None:
     return None
 
 
-def _bytes_range(nbytes: float, model: Model) -> tuple:
-    """(point, low, high) us for bytes outside a calibrated kernel: peak bandwidth to the slowest fitted one."""
-    low = nbytes / model.calibration.peak_bandwidth * 1e6
-    return low, low, nbytes / model.slowest_bandwidth() * 1e6
+def _bytes_range(nbytes: float, model: Model, share: float = 1.0) -> tuple:
+    """(point, low, high) us for bytes outside a calibrated kernel: peak bandwidth to the slowest fitted one, each
+    times `share`, the part of the chip a launch can keep busy."""
+    low = nbytes / (model.calibration.peak_bandwidth * share) * 1e6
+    return low, low, nbytes / (model.slowest_bandwidth() * share) * 1e6
 
 
 def price(launch: Launch, model: Model) -> Priced:
@@ -100,12 +101,15 @@ def price(launch: Launch, model: Model) -> Priced:
         low, high = min(helpers) * n, max(helpers) * n
         return Priced(launch, math.sqrt(low * high), low, high, f"no figure for {launch.name}: bounded by the "
                       "aiter helpers' figures", False)
-    # torch ops and Triton kernels: a launch from the facts, their bytes by the roofline
+    # torch ops and Triton kernels: a launch from the facts, their bytes by the roofline; a Triton grid of fewer
+    # programs than compute units keeps only that share of the chip (and of its bandwidth) busy
     base = cal.torch_launch_us * n
-    point, low, high = _bytes_range(launch.bytes, model)
+    share = min(1.0, launch.programs / cal.compute_units) if launch.programs else 1.0
+    point, low, high = _bytes_range(launch.bytes, model, share)
     if launch.bytes <= 0:
         return Priced(launch, base, base, base, "fixed (facts)", True)
-    return Priced(launch, base + point, base + low, base + high, f"launch (facts) + bytes: {UNCALIBRATED}", False)
+    grid = f" on {launch.programs} of {cal.compute_units} CUs" if share < 1 else ""
+    return Priced(launch, base + point, base + low, base + high, f"launch (facts) + bytes{grid}: {UNCALIBRATED}", False)
 
 
 @dataclass
