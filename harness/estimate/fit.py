@@ -131,7 +131,7 @@ def leave_one_out(cal: calib.Calibration, errors: tuple = (0.0, 0.0)) -> list[Le
 
 def _outward(value: float, step: float = 1e-3, up: bool = True) -> float:
     """Rounded away from the middle to 0.1%, so a figure at the edge of the band stays inside it."""
-    return (math.ceil if up else math.floor)(value / step) * step
+    return round((math.ceil if up else math.floor)(value / step) * step, 6)
 
 
 def calibrated_model(cal: calib.Calibration | None = None) -> tuple[Model, list[LeftOut]]:
