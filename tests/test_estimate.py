@@ -198,7 +198,8 @@ def test_the_samples_differ_the_way_the_model_says(sample_estimates):
     kinds = {(p.launch.kind, p.launch.name) for p in gemm.shapes[0].estimate.priced}
     assert ("torch", "aten.bmm") in kinds and not any(kind == "asm" for kind, _ in kinds)
     assert _us(gemm, 1) == pytest.approx(_us(np16, 1))  # above GEMM_ROWS it is the same aiter call
-    assert abs(_us(gemm, 0) - _us(np16, 0)) > 1.0
+    # a few small torch launches and a bmm's bytes undercut the asm call's fixed cost and its reduce at 4 x 1k
+    assert _us(gemm, 0) < _us(np16, 0)
 
 
 def _estimate_record(label: str, us: float, band: tuple) -> dict:
