@@ -209,12 +209,14 @@ def generate_input(
     *,
     device: torch.device | str | None = None,
     kv_seq_lens: list[int] | None = None,
+    stress: str | None = None,
 ) -> input_t:
     """The official input structure: q and bf16 KV drawn with randn from a seeded generator, fp8 and mxfp4 from the bf16 KV.
 
     kv_seq_lens gives every sequence its own KV length (uneven segments); kvseqlen then only fills config.
     The mxfp4 scales have aiter's padded layout (quantize_mxfp4): their pad rows differ on every call,
     even with the same seed, so a kernel that reads them is caught.
+    stress (not part of the official task) shapes the randn data so that shortcuts show: see STRESS_KINDS.
     """
     device = torch.device(device) if device is not None else default_device()
     lens = list(kv_seq_lens) if kv_seq_lens is not None else [kvseqlen] * batchsize
@@ -225,6 +227,8 @@ def generate_input(
     total_q, total_kv = batchsize * qseqlen, sum(lens)
     q = torch.randn((total_q, NUM_HEADS, QK_HEAD_DIM), dtype=torch.bfloat16, device=device, generator=gen)
     kv_bf16 = torch.randn((total_kv, NUM_KV_HEADS, QK_HEAD_DIM), dtype=torch.bfloat16, device=device, generator=gen)
+    if stress is not None:
+        q, kv_bf16 = _stressed(stress, q, kv_bf16, lens, qseqlen, gen)
     kv_data = {
         "bf16": kv_bf16,
         "fp8": quantize_fp8(kv_bf16),
@@ -245,6 +249,40 @@ def generate_input(
         "sm_scale": SM_SCALE,
     }
     return q, kv_data, qo_indptr, kv_indptr, config
+
+
+# Stress data: structured inputs beside the official iid randn (which near-uniform attention forgives).
+#   peaked: in every sequence PEAK_TOKENS keys are shifted along its queries' mean, so they take most of the attention
+#           (a kernel that skips KV tokens misses them);
+#   heavy:  KV values with heavy tails (randn times a log-normal factor): the fp8 scale is set by rare outliers;
+#   qscale: Q scaled by Q_GAIN, far from randn's amax (a hard-coded Q amax or fp8 scale saturates).
+STRESS_KINDS = ("peaked", "heavy", "qscale")
+PEAK_TOKENS = 4
+PEAK_LOGIT = 10.0  # the peak keys' score above the mean, in softmax units
+HEAVY_SIGMA = 0.5
+Q_GAIN = 4.0
+
+
+def _stressed(kind: str, q: torch.Tensor, kv: torch.Tensor, lens: list[int], qseqlen: int, gen: torch.Generator):
+    if kind not in STRESS_KINDS:
+        raise ValueError(f"unknown stress {kind!r}: use one of {', '.join(STRESS_KINDS)}")
+    if kind == "qscale":
+        return (q.float() * Q_GAIN).to(torch.bfloat16), kv
+    if kind == "heavy":
+        factor = torch.exp(HEAVY_SIGMA * torch.randn(kv.shape, device=kv.device, generator=gen))
+        return q, (kv.float() * factor).to(torch.bfloat16)
+    kv = kv.clone()
+    start = 0
+    for b, length in enumerate(lens):
+        direction = q[b * qseqlen:(b + 1) * qseqlen].float().mean(dim=(0, 1))
+        direction = direction / direction.norm().clamp(min=1e-6)
+        # score of a head = q_h . key * SM_SCALE ~ |mean q| * gain * SM_SCALE: pick the gain for PEAK_LOGIT
+        gain = PEAK_LOGIT / (SM_SCALE * q[b * qseqlen:(b + 1) * qseqlen].float().mean(dim=(0, 1)).norm().clamp(min=1e-6))
+        picks = torch.randint(0, length, (min(PEAK_TOKENS, length),), device=kv.device, generator=gen)
+        rows = start + picks  # each peak keeps its own randn values (distinct V), shifted along the queries
+        kv[rows, 0] = (kv[rows, 0].float() + direction * gain).to(torch.bfloat16)
+        start += length
+    return q, kv
 
 
 # ---------------------------------------------------------------------------

@@ -88,9 +88,11 @@ def scoreboard(baseline, ledger_file, output, chart, include_interpreter):
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--fail-above", type=click.FloatRange(min=0), default=None, metavar="PCT",
               help="Exit 1 when B is slower than A by more than PCT % on any shape or on the geomean.")
+@click.option("--estimate", "estimated", is_flag=True,
+              help="Compare the two newest MI355X estimates instead (harness estimate; a model, not measurements).")
 @ledger_option
 @reports_errors
-def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, ledger_file):
+def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, estimated, ledger_file):
     """Per-shape speedup of submission B over A (numbers like 119 or file paths)."""
     import json
     import warnings
@@ -99,10 +101,14 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, l
 
     from harness.results import diff as differ
     from harness import display
-    from harness.results import records
+    from harness.results import estimates, records
 
     _existing_ledger(ledger_file)
     console = display.console()
+    if estimated:
+        guess = estimates.compare(records.load(ledger_file), a, b)
+        display.print_estimate_diff(console, guess, estimates.verdict(guess))
+        raise SystemExit(EXIT_PASSED)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         comparison = differ.compare(records.load(ledger_file), a, b, device=device, mode=mode,
@@ -256,8 +262,10 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
 @click.option("--all", "run_all", is_flag=True, help="Run every submission in submissions/.")
 @mode_option(default="test", help="The official eval.py mode.")
 @device_option
-@click.option("--cases", "cases_arg", default=None, metavar="official|small|FILE",
-              help="Shapes to run (default: official on a GPU, small on a CPU). FILE: a YAML list or eval.py lines.")
+@click.option("--cases", "cases_arg", default=None, metavar="official|small|stress|FILE",
+              help="Shapes to run (default: official on a GPU, small on a CPU; test mode then also runs the stress "
+                   "cases, whose findings are warnings). stress: structured data on the test shapes. FILE: a YAML "
+                   "list or eval.py lines.")
 @click.option("--flush", type=click.Choice(["fast", "official"]), default="fast", show_default=True,
               help="Cache flush before each timed call: a few times the last-level cache, or eval.py's 64 GiB randn.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ledger records as JSON instead of tables.")
@@ -324,6 +332,33 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     if lost:
         raise lost
     raise SystemExit(session.exit_code(runs))
+
+
+@main.command(epilog=EXIT_CODES_HELP)
+@click.argument("submission")
+@click.option("--target", type=click.Choice(["mi355x"]), default="mi355x", show_default=True, help="Machine to estimate for.")
+@device_option
+@click.option("--json", "as_json", is_flag=True, help="Print the ledger record as JSON instead of tables.")
+@reports_errors
+def estimate(submission, target, device, as_json):
+    """Estimate SUBMISSION's MI355X leaderboard time from what it launches: a cost model, not a measurement."""
+    import json
+
+    from harness import display, platform as platforms, submission as subs
+    from harness.estimate import runner
+    from harness.run import session
+
+    chosen, here = subs.resolve(submission), platforms.detect(device)
+    console = display.console()
+    with console.status(f"recording {chosen.label}...") as status:
+        result = runner.run(chosen, here, target, progress=lambda i, n, shape: status.update(
+            f"recording {chosen.label}: {shape} ({i + 1}/{n})"))
+    try:
+        record = runner.save(result, session.git_checkout())
+    except OSError as error:
+        raise session.ResultsError(f"the estimate could not be written to the ledger: {error}") from None
+    click.echo(json.dumps(record, indent=2)) if as_json else display.print_estimate(console, result)
+    raise SystemExit(EXIT_FAILED if result.status == "fail" else EXIT_PASSED)
 
 
 @main.command(name="list")

@@ -67,6 +67,8 @@ def run_table(run) -> Table:
     title = f"{run.submission.label} · {run.mode} · {run.platform.describe()}"
     if timed:
         title += f" · flush {run.flush}"
+    if getattr(run, "standin", None):
+        title += " · aiter stand-in: correctness only"
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("case (bs×kv seed)", no_wrap=True)
@@ -90,6 +92,8 @@ def run_table(run) -> Table:
     mean = protocol.geomean_ns(run)
     if mean is not None:
         table.caption = f"geometric mean of the means: {format_us(mean)} µs"
+        if getattr(run, "standin", None):
+            table.caption += " (aiter stand-in: says nothing about MI355X)"
         table.caption_justify = "left"
     return table
 
@@ -120,12 +124,19 @@ def print_run(console, run) -> None:
             console.print(f"[dim]worker log: {escape(paths.shown(run.log_path))}[/]")
 
 
+def needs_here(sub, here) -> str:
+    """'aiter (stand-in here), torch' where no real aiter is installed: what `harness list` shows as needs."""
+    standin = here.versions.get("aiter") is None
+    return ", ".join(("aiter (optional; stand-in here)" if r.optional else "aiter (stand-in here)")
+                     if r.name == "aiter" and standin else r.label for r in sub.needs)
+
+
 def submission_lines(found: list, here, can_run) -> list[str]:
     """The submissions list as plain lines (piped output: nothing cut, one line each)."""
     lines = [f"submissions · this machine: {here.describe()}"]
     for sub in found:
         ok, reason = can_run(sub, here)
-        lines.append(f"{sub.number} {sub.path.name}: needs {sub.needs_label()}; "
+        lines.append(f"{sub.number} {sub.path.name}: needs {needs_here(sub, here)}; "
                      f"runs here: {'yes' if ok else 'no'}" + (f"; {reason}" if reason else ""))
     return lines
 
@@ -137,7 +148,7 @@ def submissions_table(found: list, here, can_run) -> Table:
     table.add_column("why / how", overflow="fold")
     for sub in found:
         ok, reason = can_run(sub, here)
-        table.add_row(str(sub.number), sub.path.name, sub.needs_label(),
+        table.add_row(str(sub.number), sub.path.name, needs_here(sub, here),
                       "[green]yes[/]" if ok else "[yellow]no[/]", escape(reason))
     return table
 
@@ -247,3 +258,88 @@ def print_hip_report(console, report) -> None:
         console.print(report.diagnostics[:3000], markup=False, highlight=False, soft_wrap=True)
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/]")
+
+
+def _us(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def estimate_table(result) -> Table:
+    """One row per official shape: the MI355X estimate in benchmark and ranked mode, with bands (harness estimate)."""
+    table = Table(title=escape(f"{result.submission.label}: MI355X estimate (cost model, not a measurement; "
+                               f"recorded on {result.platform.describe()}"
+                               + ("; official shapes scaled from shorter KV" if not result.platform.is_gpu else "")
+                               + ")"))
+    for column in ("shape", "benchmark µs", "band", "ranked µs", "band", "recorded at kv", "note"):
+        table.add_column(column, justify="right" if "µs" in column else "left")
+    for shape in result.shapes:
+        e = shape.estimate
+        if e is None:
+            continue
+        table.add_row(short_spec(shape.spec), _us(e.us), f"{_us(e.low_us)}–{_us(e.high_us)}", _us(e.ranked_us),
+                      f"{_us(e.ranked_low_us)}–{_us(e.ranked_high_us)}", ", ".join(map(str, shape.recorded_kv)),
+                      escape(shape.note))
+    return table
+
+
+def estimate_breakdown(result) -> Table:
+    """Which launches each shape makes and what each costs (µs), one column per shape."""
+    shapes = [shape for shape in result.shapes if shape.estimate is not None]
+    table = Table(title="breakdown: what each call launches, µs per call (count× when more than one)")
+    table.add_column("kind")
+    table.add_column("what")
+    for shape in shapes:
+        table.add_column(f"{shape.spec['batchsize']}×{shape.spec['kvseqlen']}", justify="right")
+    table.add_column("basis")
+    rows: dict = {}
+    for index, shape in enumerate(shapes):
+        for priced in shape.estimate.priced:
+            key = (priced.launch.kind, priced.launch.name)
+            row = rows.setdefault(key, {"cells": [""] * len(shapes), "basis": priced.basis})
+            count = f"{priced.launch.count}× " if priced.launch.count > 1 else ""
+            row["cells"][index] = f"{count}{_us(priced.us)}"
+    for (kind, what), row in rows.items():
+        table.add_row(kind, escape(what), *row["cells"], escape(row["basis"]))
+    return table
+
+
+def print_estimate(console, result) -> None:
+    if result.refusal:
+        console.print(escape(f"{result.submission.label}: no MI355X estimate: {result.refusal}"), highlight=False)
+        return
+    console.print(estimate_table(result))
+    console.print(estimate_breakdown(result))
+    figures = result.geomeans()
+    lowest, highest = result.model.errors
+    console.print(escape(
+        f"{result.submission.label}: MI355X estimate, geomean {_us(figures['us'])} µs in benchmark mode "
+        f"(band {_us(figures['low_us'])}–{_us(figures['high_us'])}), {_us(figures['ranked_us'])} µs in ranked mode "
+        f"(band {_us(figures['ranked_low_us'])}–{_us(figures['ranked_high_us'])}). A model's estimate, not a "
+        f"measurement: the band covers the leave-one-out errors of its calibration figures ({lowest:+.1%} to "
+        f"{highest:+.1%}), widened by what has no figure."), highlight=False)
+    widened: dict = {}
+    for shape in (s for s in result.shapes if s.estimate):
+        for priced in (p for p in shape.estimate.priced if not p.calibrated):
+            widened.setdefault(priced.basis, set()).add(priced.launch.name)
+    for basis, names in sorted(widened.items()):
+        console.print(escape(f"widened by {', '.join(sorted(names))}: {basis}"), highlight=False)
+    for warning in result.warnings:
+        console.print(escape(f"warning: {warning}"), highlight=False)
+
+
+def estimate_diff_table(comparison) -> Table:
+    """`harness diff --estimate A B`: the two estimates per shape and their geomeans, with bands."""
+    a, b = comparison.a_record["submission"]["path"], comparison.b_record["submission"]["path"]
+    table = Table(title=escape(f"MI355X estimates (cost model, not measurements): {Path(a).stem} vs {Path(b).stem}"))
+    for column in ("shape", "A µs", "A band", "B µs", "B band", "A / B"):
+        table.add_column(column, justify="left" if column == "shape" else "right")
+    rows = list(comparison.shapes) + [("geomean", comparison.a_geomean, comparison.b_geomean)]
+    for name, fa, fb in rows:
+        table.add_row(name, _us(fa["us"]), f"{_us(fa['low_us'])}–{_us(fa['high_us'])}", _us(fb["us"]),
+                      f"{_us(fb['low_us'])}–{_us(fb['high_us'])}", f"{fa['us'] / fb['us']:.2f}×")
+    return table
+
+
+def print_estimate_diff(console, comparison, verdict: str) -> None:
+    console.print(estimate_diff_table(comparison))
+    console.print(escape(verdict), highlight=False)

@@ -110,11 +110,6 @@ def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
             return False, f"needs ROCm: HIP source compiled with load_inline for {archs}; {here}"
         if submission.hip_archs and platform.arch not in submission.hip_archs:
             return False, f"needs a ROCm GPU of arch {archs} for its HIP source; {here}"
-    if "aiter" in needs:
-        if platform.backend != "rocm":
-            return False, f"needs AMD aiter, which runs only on ROCm; {here}"
-        if platform.versions.get("aiter") is None:
-            return False, f"needs AMD aiter, which is not installed; {here}"
     if "triton" in needs and platform.versions.get("triton") is None:
         return False, f"needs Triton, which is not installed; {here}"
     notes = [f"{name} (optional) is not available here: its fallback path runs"
@@ -130,6 +125,6 @@ def _available(name: str, platform: Platform) -> bool:
     if name == "hip":
         return platform.backend == "rocm"
     if name == "aiter":
-        return platform.backend == "rocm" and platform.versions.get("aiter") is not None
+        return True  # the real aiter, or else the harness's stand-in (harness/aiter_standin)
     return platform.versions.get(name) is not None
 

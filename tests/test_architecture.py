@@ -5,9 +5,12 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "harness"
 MAX_LINES = 450
-GROUPS = ("run", "results", "compile", "remote", "checks")
+GROUPS = ("run", "results", "compile", "remote", "checks", "aiter_standin", "estimate")
 # The modules that run inside the submission's process (harness.run.child and what it may import).
-CHILD_SIDE = {"run.child", "run.timing", "run.limits", "run.poison", "run.accuracy", "paths"}
+CHILD_SIDE = {"run.child", "run.timing", "run.limits", "run.poison", "run.accuracy", "run.recording", "paths", "aiter_standin",
+              "aiter_standin.loader", "aiter_standin.errors", "aiter_standin.journal", "aiter_standin.dtypes",
+              "aiter_standin.quant", "aiter_standin.fp4_utils", "aiter_standin.kernels", "aiter_standin.metadata",
+              "aiter_standin.attention", "aiter_standin.mla", "aiter_standin.decode"}
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:

@@ -38,7 +38,7 @@ def test_run_exit_codes_and_ledger_records(cli_env):
     passed = invoke("run", str(SAMPLES / "reference_call.py"), "--device", "cpu", "--cases", cases_file)
     assert passed.exit_code == 0, passed.output
     assert "pass" in passed.output
-    failed = invoke("run", str(SAMPLES / "wrong_output.py"), str(SAMPLES / "aiter_decode.py"),
+    failed = invoke("run", str(SAMPLES / "wrong_output.py"), str(SAMPLES / "hip_inline.py"),
                     "--device", "cpu", "--cases", cases_file, "--json")
     assert failed.exit_code == 1
     printed = json.loads(failed.stdout)
@@ -269,4 +269,4 @@ def test_the_scoreboard_says_where_each_submission_was_verified():
     assert found["120_hip"] == {"compiled for gfx950": "✓ (2026-12-01)"}  # and not on MI355X: a compile is no run
     assert all(table.mode != "compile" for table in scoreboard.build_tables(records.load()))
     page = "\n".join(scoreboard.render_verified(records.load()))
-    assert "| 120_hip | – | – | ✓ (2026-12-01) | – |" in page
+    assert "| 120_hip | – | – | – | ✓ (2026-12-01) | – |" in page  # CPU, GPU here, aiter stand-in, compiled, MI355X

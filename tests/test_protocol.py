@@ -165,9 +165,10 @@ def test_triton_submissions_run_through_the_interpreter_on_a_cpu(tmp_path):
 
 
 def test_a_submission_this_machine_cannot_run_is_skipped_with_the_reason(tmp_path):
-    run = evaluate("aiter_decode.py", "benchmark", [TINY, TINY_2], tmp_path)
+    run = evaluate("hip_inline.py", "benchmark", [TINY, TINY_2], tmp_path)
     assert run.status == "skip" and not run.failed
-    assert run.reason == "needs AMD aiter, which runs only on ROCm; this machine is cpu (x86_64)"
+    assert run.reason == ("needs ROCm: HIP source compiled with load_inline for gfx950; "
+                          "this machine is cpu (x86_64)")
     assert [r.status for r in run.results] == ["skip", "skip"]
     assert list(tmp_path.iterdir()) == []  # no worker was started
 
@@ -179,12 +180,12 @@ def test_profile_mode_returns_the_profiler_table(tmp_path):
 
 
 def test_record_follows_the_ledger_schema(tmp_path):
-    run = evaluate("aiter_decode.py", "test", [TINY], tmp_path)
+    run = evaluate("hip_inline.py", "test", [TINY], tmp_path)
     record = protocol.record(run)
-    assert record["source"] == "local" and record["status"] == "skip"
-    assert record["submission"] == {"number": None, "path": "tests/samples/aiter_decode.py",
-                                    "sha256": subs.from_path(SAMPLES / "aiter_decode.py").sha256,
-                                    "requirements": ["aiter", "torch"], "optional": [],
+    assert record["source"] == "local" and record["status"] == "skip" and record["standin"] is None
+    assert record["submission"] == {"number": None, "path": "tests/samples/hip_inline.py",
+                                    "sha256": subs.from_path(SAMPLES / "hip_inline.py").sha256,
+                                    "requirements": ["hip", "torch"], "optional": [],
                                     "numbered": False}
     assert record["device"] == {"name": CPU.device_name, "arch": "cpu", "backend": "cpu"}
     assert record["flush"] == "none"  # no flush on a CPU

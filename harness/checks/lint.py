@@ -1,6 +1,6 @@
 """Static checks a submission must pass before the official server (and its KernelGuard) sees it.
 
-Five families of rules, each finding carrying a rule name, a line and whether it blocks:
+Six families of rules, each finding carrying a rule name, a line and whether it blocks:
 - the server's own rejections (docs/REMOTE.md, "The local gate"): the forbidden word anywhere, files over
   1,000,000 bytes, empty or non-UTF-8 files, `#!POPCORN` directives outside the first comment block,
   a leaderboard other than amd-mixed-mla;
@@ -10,7 +10,9 @@ Five families of rules, each finding carrying a rule name, a line and whether it
 - KernelGuard's flag-only rules (CUDA graphs, torch.compile, plain exec/eval, threads, ...): warnings;
 - HIP sources: an MFMA issued through inline asm, which LLVM's hazard recognizer cannot see (harness/checks/hip_hazards.py);
 - aiter: names and calls checked against the runner's pinned aiter (harness/checks/aiter_api.py); a call that cannot
-  bind fails on the runner, so it blocks unless the import is guarded.
+  bind fails on the runner, so it blocks unless the import is guarded;
+- the MLA board's shortcuts (harness/checks/mla_hacks.py): page size > 1, fixed Q scale, data_ptr caches, a
+  constant sm_scale, FNUZ fp8 in a gfx950 file.
 
 The checks are heuristics over Python's ast plus a few text patterns. The replay rules only look at
 what `custom_kernel` returns (following module-level helpers it returns from), so a workspace or
@@ -23,6 +25,7 @@ from pathlib import Path
 from harness.checks import aiter_api
 from harness.checks import directives
 from harness.checks import hip_hazards
+from harness.checks import mla_hacks
 from harness.checks.directives import GPU, LEADERBOARD
 from harness.checks.findings import FORBIDDEN_WORD, MAX_BYTES, Finding
 from harness.checks.kernelguard import AstRules
@@ -64,10 +67,13 @@ def lint_source(text: str | bytes, path: str = "<submission>") -> list[Finding]:
     except (ValueError, RecursionError, MemoryError) as error:  # null bytes, absurd nesting
         findings.append(Finding("SYNTAX_ERROR", 1, f"does not parse: {error}", True))
         return _sorted(findings)
+    findings += mla_hacks.check(tree, text)  # the shortcuts of the real board: page size, fixed Q scale, ...
     try:
         findings += AstRules(tree).run()
     except RecursionError:
         findings.append(Finding("LINT_INCOMPLETE", 1, "expressions nested too deeply to check; the AST rules were skipped", False))
+    if any(f.rule == "POINTER_REPLAY" for f in findings):  # the output itself cached by pointer: that rule says it all
+        findings = [f for f in findings if f.rule != "MLA_DATA_PTR_CACHE"]
     return _sorted(findings)
 
 

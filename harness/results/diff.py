@@ -95,7 +95,7 @@ class Comparison:
 
 def on_real_device(record: dict) -> bool:
     """Timed on a GPU or on MI355X through popcorn: what the leaderboard ranks."""
-    return record["device"]["backend"] != "cpu" and not record["interpreter"]
+    return record["device"]["backend"] != "cpu" and records.real_timings(record)
 
 
 def _comparable(record: dict, device: str | None, mode: str | None, include_interpreter: bool) -> bool:
@@ -103,6 +103,8 @@ def _comparable(record: dict, device: str | None, mode: str | None, include_inte
     if mode is not None and record["mode"] != mode:
         return False
     matches_device = device is None or device.lower() in record["device"]["name"].lower()
+    if record.get("standin"):  # the aiter stand-in's times say nothing about MI355X: never compared
+        return False
     if record["interpreter"]:
         return include_interpreter and matches_device
     return matches_device if device is not None else on_real_device(record)
@@ -110,6 +112,9 @@ def _comparable(record: dict, device: str | None, mode: str | None, include_inte
 
 def _why_nothing(timed: list, a: str, b: str, device: str | None, mode: str | None) -> str:
     """Why the timed records the two have do not make a comparison, in one line."""
+    if timed and all(record.get("standin") for record in timed):
+        return (f"no real timings of '{a}' and '{b}' to compare: they ran on the aiter stand-in (correctness only), "
+                "whose times say nothing about MI355X")
     if timed and all(record["interpreter"] for record in timed):
         return (f"no real timings of '{a}' and '{b}' to compare: their times in the ledger ran through the Triton "
                 "interpreter on a CPU (TRITON_INTERPRET=1) and say nothing about a GPU; run both on a GPU "
@@ -153,6 +158,7 @@ def compare(everything: list[dict], a: str, b: str, *, device: str | None = None
             newer.append((ref.text, max(skipped, key=lambda r: r["finished"])))
     left_out = [f"a newer result of '{text}' on {r['device']['name']} ({r['mode']}, {r['finished']}) is not compared: "
                 + ("its times ran through the Triton interpreter" if r["interpreter"] else
+                   "it ran on the aiter stand-in (correctness only)" if r.get("standin") else
                    "it is not in a group both submissions share" if on_real_device(r) or device else
                    "CPU timings say little about a GPU") for text, r in newer]
     return Comparison(a_record=rec_a, b_record=rec_b, device=group[0], mode=group[1], cases=group[2],

@@ -69,7 +69,9 @@ class Record(TypedDict):
     finished: str
     remote: dict | None  # remote records only; keys in harness/remote/submit.py
     interpreter: bool    # Triton ran through TRITON_INTERPRET on a CPU: correctness counts, the times do not
+    standin: str | None  # "aiter": AMD's aiter was the harness's stand-in (correctness only); None otherwise
     git: dict | None     # {"commit": "<sha>", "dirty": bool} of the checkout that ran it; None outside git
+    estimate: dict | None  # mode "estimate" only: the MI355X model's figures (harness/estimate/runner.py), never stats
 
 
 def submission_info(submission) -> SubmissionInfo:
@@ -82,11 +84,12 @@ def submission_info(submission) -> SubmissionInfo:
 def new_record(*, source: str, submission: SubmissionInfo, mode: str, cases: str, flush: str, device: Device,
                versions: dict, status: str, reason: str, results: list, warnings: list, started: str,
                finished: str, remote: dict | None = None, interpreter: bool = False,
-               git: dict | None = None) -> Record:
+               git: dict | None = None, standin: str | None = None, estimate: dict | None = None) -> Record:
     return Record(schema=SCHEMA_VERSION, run_id=ledger.new_run_id(), source=source, submission=submission,
                   mode=mode, cases=cases, flush=flush, device=device, versions=dict(versions), status=status,
                   reason=reason, results=list(results), warnings=list(warnings), started=started,
-                  finished=finished, remote=remote, interpreter=interpreter, git=git)
+                  finished=finished, remote=remote, interpreter=interpreter, standin=standin, git=git,
+                  estimate=estimate)
 
 
 # ---------------------------------------------------------------- reading and checking, in one place
@@ -152,7 +155,8 @@ def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None 
         warnings=[str(w) for w in raw.get("warnings") or []],
         started=str(raw.get("started") or ""), finished=str(raw.get("finished") or ""),
         remote=dict(raw["remote"]) if raw.get("remote") else None, interpreter=bool(interpreter),
-        git=dict(raw["git"]) if raw.get("git") else None)
+        standin=str(raw["standin"]) if raw.get("standin") else None, git=dict(raw["git"]) if raw.get("git") else None,
+        estimate=dict(raw["estimate"]) if raw.get("estimate") else None)
 
 
 def usable(raws: list[dict], root: Path = REPO_ROOT) -> list[Record]:
@@ -201,8 +205,8 @@ def identity(record: Record):
 
 
 def real_timings(record: Record) -> bool:
-    """Times that say something about a GPU kernel: not taken through the Triton interpreter."""
-    return not record["interpreter"]
+    """Times that say something about a GPU kernel: not taken through the Triton interpreter or the aiter stand-in."""
+    return not record["interpreter"] and not record.get("standin")
 
 
 def case_means(record: Record) -> dict:

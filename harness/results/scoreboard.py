@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness import paths
-from harness.results import records
+from harness.results import estimates, records
 from harness.results.chart import draw_chart
 from harness.results.floors import KV_BYTES_PER_TOKEN, copy_bandwidth, floor_ns
 from harness.results.figures import format_us, geomean
@@ -36,6 +36,7 @@ class Row:
     speedup: float | None = None
     best: bool = False
     unverified: bool = False
+    estimate: str | None = None  # "MI355X estimate" column: the newest `harness estimate` of this submission
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Table:
     notes: list = field(default_factory=list)
     secret: dict = field(default_factory=dict)  # label -> verdict of the remote secret-seed run
     interpreted: list = field(default_factory=list)  # passed, but timed through the Triton interpreter: left out
+    standin: list = field(default_factory=list)  # passed on the aiter stand-in (correctness only): left out
 
     @property
     def timed(self) -> bool:
@@ -114,7 +116,7 @@ def verified_on_mi355x(record: dict, everything: list[dict]) -> bool:
     sub = record["submission"]
     for other in everything:
         other_sub = other["submission"]
-        on_mi355x = other["source"] == "remote" or other["device"]["arch"] == "gfx950"
+        on_mi355x = (other["source"] == "remote" or other["device"]["arch"] == "gfx950") and not other.get("standin")
         if not on_mi355x or other["mode"] not in ("test", "leaderboard") or other["status"] != "pass":
             continue
         same_file = sub["sha256"] and other_sub["sha256"] == sub["sha256"]
@@ -150,7 +152,8 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
     if baseline is not None and not any(r["submission"]["numbered"] and r["submission"]["number"] == baseline
                                         for r in everything):
         raise BaselineError(f"--baseline {baseline}: the ledger has no result of submission {baseline}")
-    runs = [r for r in everything if r["mode"] != "compile"]  # compiles only feed "where verified"
+    runs = [r for r in everything if r["mode"] not in ("compile", estimates.MODE)]  # those feed their own sections
+    estimated = estimates.latest(everything)
     latest = records.latest_by(runs, lambda r: (records.group_key(r), records.identity(r)))
     tables: dict[tuple, Table] = {}
     for (key, _), record in latest.items():
@@ -162,12 +165,16 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
         unverified = needs_mi355x(needs) and not verified_on_mi355x(record, everything)
         name = label(record)
         status = record["status"]
-        if status == "pass" and record["interpreter"] and record["mode"] in TIMED_MODES and not include_interpreter:
+        if status == "pass" and record.get("standin") and record["mode"] in TIMED_MODES:
+            table.standin.append(name)  # stand-in times: never in a timed table, whatever the options
+        elif status == "pass" and record["interpreter"] and record["mode"] in TIMED_MODES and not include_interpreter:
             table.interpreted.append(name)
         elif status == "pass":
             table.rows.append(Row(label=name, number=record["submission"]["number"],
                                   record=record, means=case_means(record), verdicts=case_verdicts(record),
-                                  reported_score_ns=reported_score_ns(record), unverified=unverified))
+                                  reported_score_ns=reported_score_ns(record), unverified=unverified,
+                                  estimate=estimates.cell(estimated.get(records.identity(record)))
+                                  if records.identity(record) in estimated else None))
         elif status == "skip":
             table.skipped.append(Listed(name, status, failure_reason(record), unverified))
         else:
@@ -180,6 +187,9 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
             table.notes.append(f"Left out: {', '.join(sorted(table.interpreted))} passed, but their times ran through "
                                "the Triton interpreter (TRITON_INTERPRET=1) and say nothing about a GPU "
                                "(harness scoreboard --include-interpreter shows them).")
+        if table.standin:
+            table.notes.append(f"Left out: {', '.join(sorted(table.standin))} passed on the aiter stand-in "
+                               "(correctness only): their times say nothing about MI355X.")
         table.rows.sort(key=_row_order)
         table.failing.sort(key=lambda item: item.label)
         table.skipped.sort(key=lambda item: item.label)
@@ -260,6 +270,8 @@ def render_table(table: Table) -> str:
         if table.timed:
             score = "score ≈ geomean (µs)" if table.remote else "geomean (µs)"
             heads += [score, f"speedup vs {table.baseline}"]
+            if not table.remote and any(row.estimate for row in table.rows):
+                heads.append(estimates.COLUMN)
             aligns = ["---"] + ["---:"] * (len(heads) - 1)
         else:
             heads.append("status")
@@ -278,6 +290,8 @@ def render_table(table: Table) -> str:
                 geo = format_us(row.geomean_ns)
                 cells += [f"**{geo}**" if row.best else geo,
                           f"{row.speedup:.2f}×" if row.speedup is not None else "–"]
+                if estimates.COLUMN in heads:
+                    cells.append(_cell(row.estimate or "–"))
             else:
                 cells += ["✓" if row.verdicts.get(s) == "pass" else _cell(row.verdicts.get(s, "–")) for s in table.shapes]
                 cells.append("pass")
@@ -329,7 +343,7 @@ def unverified_submissions(tables: list[Table]) -> list[str]:
     return sorted(labels)
 
 
-VERIFIED_COLUMNS = ("CPU", "GPU here", "compiled for gfx950", "MI355X")
+VERIFIED_COLUMNS = ("CPU", "GPU here", "aiter stand-in", "compiled for gfx950", "MI355X")
 
 
 def where_verified(everything: list[dict]) -> dict:
@@ -342,18 +356,20 @@ def where_verified(everything: list[dict]) -> dict:
         if not record["submission"]["numbered"]:
             continue
         found.setdefault(label(record), {})  # listed even when every run of it was skipped
-        if record["status"] == "skip":
+        if record["status"] == "skip" or estimates.is_estimate(record):  # an estimate verifies nothing
             continue
         backend, arch = record["device"]["backend"], record["device"]["arch"]
         if record["mode"] == "compile":
             column = "compiled for gfx950" if arch == "gfx950" else None
+        elif record.get("standin"):  # correctness on the harness's torch aiter, never MI355X evidence
+            column = "aiter stand-in"
         elif record["source"] == "remote" or arch == "gfx950":
             column = "MI355X"
         else:
             column = "CPU" if backend == "cpu" else "GPU here"
         if column is None or record["mode"] == "profile":
             continue
-        where = "" if column != "GPU here" else f" {record['device']['name']}"
+        where = "" if column not in ("GPU here", "aiter stand-in") else f" {record['device']['name']}"
         mark = "✓" if record["status"] == "pass" else "✗"
         found.setdefault(label(record), {})[column] = f"{mark}{where} ({record['finished'][:10]})"
     return found
@@ -374,7 +390,7 @@ def render_verified(everything: list[dict]) -> list[str]:
 
 
 def render_markdown(tables: list[Table], *, ledger_file: str, record_count: int, generated: datetime,
-                    chart: str | None, verified: list[str] | None = None) -> str:
+                    chart: str | None, verified: list[str] | None = None, sections: list[str] | None = None) -> str:
     lines = ["# Scoreboard", "",
              f"Generated {generated.strftime('%Y-%m-%d %H:%M UTC')} by `harness scoreboard` from "
              f"`{ledger_file}` ({record_count} records). Do not edit by hand: run `make scoreboard`.", ""]
@@ -391,6 +407,7 @@ def render_markdown(tables: list[Table], *, ledger_file: str, record_count: int,
         lines += ["⚠ Needs HIP or aiter and has no passing test or leaderboard run on MI355X in the ledger: "
                   + ", ".join(unverified) + ".", ""]
     lines += verified or []
+    lines += sections or []
     local = [t for t in tables if not t.remote]
     remote = [t for t in tables if t.remote]
     if local:
@@ -422,7 +439,7 @@ def regenerate(*, ledger_file=None, output=None, chart=None, baseline: int | Non
     page = render_markdown(tables, ledger_file=paths.shown(source, root), record_count=len(everything),
                            generated=now or datetime.now(timezone.utc),
                            chart=paths.shown(drawn, output.parent) if drawn else None,
-                           verified=render_verified(everything))
+                           verified=render_verified(everything), sections=estimates.render_section(everything))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(page, encoding="utf-8")
     return Summary(output=output, chart=drawn, tables=len(tables), records=len(everything))

@@ -13,7 +13,10 @@ from harness.paths import TASK_YML
 
 REQUIRED_KEYS = ("batchsize", "qseqlen", "kvseqlen", "seed")
 # generate_input's keyword options a spec may also carry (uneven segments).
-OPTIONAL_KEYS = ("kv_seq_lens",)
+OPTIONAL_KEYS = ("kv_seq_lens", "stress")
+# reference.STRESS_KINDS (tests/test_stress.py checks they agree): structured data beside the official randn.
+STRESS_KINDS = ("peaked", "heavy", "qscale")
+STRESS_SEED_OFFSET = 7919  # stress cases draw other seeds than the shapes' official ones
 MODES = ("test", "benchmark", "leaderboard", "profile")
 
 # CPU-friendly cases; the last crosses submission 119's bmm/Triton threshold (kv * qseq > 4096).
@@ -55,12 +58,20 @@ def case_timeout_s(mode: str) -> float:
     return float(task_definition().get(key, 900))
 
 
-def load(name_or_file: str, mode: str) -> list[dict]:
-    """"official", "small", or the path of a cases file."""
+def stress(base: list[dict]) -> list[dict]:
+    """Every base shape once per stress kind (harness run --cases stress; the default test mode's warnings)."""
+    return [{**spec, "seed": spec["seed"] + STRESS_SEED_OFFSET, "stress": kind} for kind in STRESS_KINDS
+            for spec in base]
+
+
+def load(name_or_file: str, mode: str, gpu: bool = True) -> list[dict]:
+    """"official", "small", "stress" (on the test shapes, or the small ones without a GPU), or a cases file."""
     if name_or_file == "official":
         return official(mode)
     if name_or_file == "small":
         return [dict(spec) for spec in SMALL]
+    if name_or_file == "stress":
+        return stress(official("test") if gpu else SMALL)
     path = Path(name_or_file)
     if not path.is_file():
         raise CaseError(f"--cases must be official, small or a cases file; no such file: {name_or_file}")
@@ -138,6 +149,8 @@ def validate(spec: object, where: str = "case") -> dict:
             isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in lens
         ):
             raise CaseError(f"{where}: kv_seq_lens must list {spec['batchsize']} positive integers")
+    if "stress" in spec and spec["stress"] not in STRESS_KINDS:
+        raise CaseError(f"{where}: stress must be one of {', '.join(STRESS_KINDS)}, got {spec['stress']!r}")
     ordered = {key: spec[key] for key in REQUIRED_KEYS}
     ordered.update({key: spec[key] for key in OPTIONAL_KEYS if key in spec})
     return ordered

@@ -8,8 +8,8 @@ top to bottom:
   3. `child_main`: limits, the `import submission` finder, and the request loop over a private pipe.
 The parent side (harness/run/worker.py) sends requests and enforces time limits; this process never
 writes the ledger. Messages are JSON lines:
-  request {"op": "test" | "benchmark" | "profile", "args": {...}, "nonce": "<hex>"}
-  reply   {"ok": true, "result": {...}, "nonce": ...} or
+  request {"op": "test" | "benchmark" | "profile" | "estimate", "args": {...}, "nonce": "<hex>"}
+  reply   {"ok": true, "result": {...}, "standin": "aiter" | null, "nonce": ...} or
           {"ok": false, "status": "error", "message": "...", "import_failed": bool, "nonce": ...}
 A child announces itself with {"ready": true} once torch and reference.py are imported.
 """
@@ -26,6 +26,8 @@ import signal
 import sys
 import traceback
 
+from harness.aiter_standin import loader as aiter_standin
+from harness.aiter_standin.errors import StandInError
 from harness.run import accuracy
 from harness.run import timing
 from harness.run.limits import format_size, memory_limit, output_limit
@@ -193,6 +195,8 @@ def _import_failure(exc: Exception) -> str:
     first_line = (str(exc).strip().splitlines() or [""])[0]
     if isinstance(exc, SyntaxError):
         return f"SyntaxError: {exc.msg} (submission line {exc.lineno})"
+    if isinstance(exc, StandInError):  # the stand-in's own words: which aiter name or argument, and why
+        return f"{first_line} (while importing the submission)"
     return f"{type(exc).__name__} while importing the submission: {first_line}"
 
 
@@ -277,10 +281,33 @@ def _run_single_profile(args: dict, device: str) -> dict:
     return {"report": prof.key_averages().table(sort_by=sort_by, row_limit=20), "notes": _submission_notes()}
 
 
+def _run_single_estimate(args: dict, device: str) -> dict:
+    """`harness estimate`: one checked call, then one call recorded (harness/run/recording.py) on the same input,
+    as the timed calls of benchmark mode would repeat it."""
+    from harness.run import recording
+
+    custom_kernel = _custom_kernel()
+    data = _trusted_object("reference.generate_input")(**args)
+    check_copy = clone_data(data)
+    output = custom_kernel(data)
+    timing.synchronize(device)
+    verify_untampered()
+    good, message, _ = _checked(check_copy, output)
+    if not good:
+        return {"good": False, "message": message, "recording": None, "notes": _submission_notes()}
+    del output
+    with recording.recording(device) as recorded:
+        custom_kernel(data)
+    timing.synchronize(device)
+    verify_untampered()
+    return {"good": True, "message": message, "recording": recorded(), "notes": _submission_notes()}
+
+
 OPERATIONS = {
     "test": _run_single_test,
     "benchmark": _run_single_benchmark,
     "profile": _run_single_profile,
+    "estimate": _run_single_estimate,
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -306,6 +333,11 @@ def one_line_error(exc: BaseException, submission_path: str) -> str:
         return f"{exc}{_submission_line(exc.__cause__, submission_path)}" if exc.__cause__ else str(exc)
     where = _submission_line(exc, submission_path)
     first_line = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, StandInError):  # a refusal or an uncovered aiter name: the stand-in's words, no type name
+        return f"{first_line}{where}"
+    if os.environ.get("MLA_DEVICE") == "cpu" and ("not compiled with CUDA" in first_line or "NVIDIA driver" in first_line):
+        return (f"this run is on the CPU, but the submission asks for a CUDA device (device=\"cuda\" hard-coded? "
+                f"use the inputs' device, q.device){where}")
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         return (f"output cap: the submission wrote more than {format_size(output_limit())} to stdout/stderr "
                 f"(the worker's log is capped){where}")
@@ -336,7 +368,7 @@ def _print_submission_traceback(exc: BaseException) -> None:
     harness_dir = str(REPO_ROOT / "harness") + os.sep
     origin = exc.__cause__ or exc.__context__  # what went wrong in the submission, behind our own wording
     shown = origin if isinstance(exc, Verdict) and origin is not None and not isinstance(origin, Verdict) else exc
-    if isinstance(shown, Verdict):
+    if isinstance(shown, (Verdict, StandInError)):
         text = f"{shown}\n"  # the harness's own words; there is no traceback to show
     else:
         frames = [f for f in traceback.extract_tb(shown.__traceback__) if not f.filename.startswith(harness_dir)]
@@ -388,6 +420,8 @@ def child_main(argv: list[str] | None = None) -> int:
 
     import reference  # noqa: F401  (imported before "ready" so its cost is not charged to the first case)
 
+    aiter_standin.install()  # last on sys.meta_path: serves `import aiter` only where no real aiter is found
+
     trust_current_environment()  # the originals, taken before the submission is imported
     requests = os.fdopen(options.request_fd, "r")
     replies = os.fdopen(options.reply_fd, "w")
@@ -401,6 +435,7 @@ def child_main(argv: list[str] | None = None) -> int:
             _print_submission_traceback(exc)
             reply = {"ok": False, "status": "error", "message": one_line_error(exc, submission_path),
                      "import_failed": isinstance(exc, SubmissionImportError)}
+        reply["standin"] = "aiter" if aiter_standin.served() else None
         reply["nonce"] = request.get("nonce")
         replies.write(json.dumps(reply) + "\n")
         replies.flush()

@@ -36,6 +36,7 @@ class Settings:
     secret: int | None
     checkout: dict | None        # {"commit", "dirty"} of this checkout, None outside git
     notices: list                # one line each, for the user: what was chosen for them
+    stress_specs: list = dataclasses.field(default_factory=list)  # default test mode: stress cases, warnings only
 
 
 def git_checkout(root=paths.REPO_ROOT) -> dict | None:
@@ -67,11 +68,13 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
     """The run's settings on this machine; CaseError / PlatformError / ResultsError (one line) for what cannot work."""
     here = platforms.detect(device)
     notices = []
+    defaulted = cases_arg is None
     if cases_arg is None:
         cases_arg = "official" if here.is_gpu else "small"
         if not here.is_gpu:
             notices.append("No GPU here: using the small CPU cases (--cases official forces the official shapes).")
-    specs = cases.load(cases_arg, mode)
+    stress_specs = cases.stress(cases.load(cases_arg, mode)) if defaulted and mode == "test" else []
+    specs = cases.load(cases_arg, mode, gpu=here.is_gpu)
     if not here.is_gpu and flush == "official" and mode in TIMED_MODES:
         notices.append("On the CPU there is no cache flush: --flush official is ignored.")
     if here.is_gpu and flush == "official" and mode in TIMED_MODES and not timing.official_flush_fits():
@@ -84,7 +87,7 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
     check_results_writable()
     return Settings(platform=here, mode=mode, specs=specs, cases_name=cases_arg, flush=flush,
                     timeout_s=timeout_s or cases.case_timeout_s(mode), case_timeout_s=case_timeout_s,
-                    secret=secret, checkout=git_checkout(), notices=notices)
+                    secret=secret, checkout=git_checkout(), notices=notices, stress_specs=stress_specs)
 
 
 @dataclasses.dataclass
@@ -100,7 +103,7 @@ def evaluate_and_record(submission: Submission, settings: Settings, progress=pro
     run = protocol.evaluate(submission, settings.platform, settings.mode, settings.specs,
                             cases_name=settings.cases_name, flush=settings.flush, timeout_s=settings.timeout_s,
                             case_timeout_s=settings.case_timeout_s, secret=settings.secret, progress=progress,
-                            on_case=on_case)
+                            on_case=on_case, stress_specs=settings.stress_specs)
     record = protocol.record(run, settings.checkout)
     try:
         ledger.append(record)

@@ -77,6 +77,7 @@ class Worker:
         self._replies = None  # parent's read end
         self._buffer = b""
         self._import_failure = None  # the reply of a failed import: every later call would fail the same way
+        self.standin = None  # "aiter" once the child said the aiter stand-in served the submission
 
     def __enter__(self):
         return self
@@ -180,6 +181,7 @@ class Worker:
             self._forget()
             return self._failed("error", "forged reply: a line the harness did not write came back on the worker's "
                                 "private result pipe", log_offset)
+        self.standin = reply.get("standin") or self.standin
         if not reply.get("ok"):
             # A Python exception may leave the device in a bad state (illegal address...): start afresh.
             self.close()

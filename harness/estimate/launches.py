@@ -1,0 +1,94 @@
+"""A recorded call (harness/run/recording.py's dict) as the launches the model prices, and the scaling of a CPU
+recording taken at short KV lengths up to an official shape.
+
+On a CPU the official shapes are too large to run, so each is recorded at its own batch and one or two shorter KV
+lengths; counts and bytes are extrapolated linearly in the KV length (exact for work that grows with the KV), and
+the aiter calls' KV rows scaled to the official length. A submission that picks its path by size may take another
+path at the official shape: the note says so when the two short recordings already differ.
+"""
+from __future__ import annotations
+
+from harness.estimate.calibration import Launch, element_bytes, kernel_bytes, variant_dtypes, variant_key
+
+
+def from_recording(recording: dict) -> list[Launch]:
+    """The launches of one recorded call, the Python call first."""
+    launches = [Launch("python", "custom_kernel call")]
+    for call in recording.get("aiter", []):
+        count = int(call.get("launches") or 0)
+        name = str(call.get("kernel") or call.get("api") or "aiter call")
+        if call.get("variant"):
+            launches.append(Launch("asm", name, bytes=_asm_bytes(call), variant=variant_key(call["variant"],
+                                                                                              call.get("persistent"))))
+            launches += [Launch("aiter", f"mla reduce ({name})") for _ in range(count - 1)]
+        elif count:
+            launches.append(Launch("aiter", name, count=count))
+    for name, op in sorted(recording.get("ops", {}).items()):
+        launches.append(Launch("torch", name, count=int(op["count"]), bytes=float(op["bytes"])))
+    triton: dict = {}
+    for kernel in recording.get("triton", []):
+        name = kernel["name"] + (f" grid {tuple(kernel['grid'])}" if kernel.get("grid") else "")
+        count, nbytes, _ = triton.get(name, (0, 0.0, None))
+        triton[name] = (count + 1, nbytes + float(kernel["bytes"]), kernel.get("programs"))
+    launches += [Launch("triton", name, count=count, bytes=nbytes, programs=programs)
+                 for name, (count, nbytes, programs) in sorted(triton.items())]
+    if recording.get("allocations"):
+        launches.append(Launch("alloc", "torch.empty", count=int(recording["allocations"])))
+    launches += [Launch("sync", what, count=int(n)) for what, n in sorted(recording.get("syncs", {}).items()) if n]
+    return launches
+
+
+def _asm_bytes(call: dict) -> float:
+    """The model's bytes for an asm decode call (KV + Q read, output written), from its shape and dtypes."""
+    if call.get("total_kv") is None or call.get("total_q") is None:
+        return float(call.get("bytes_read", 0)) + float(call.get("bytes_written", 0))
+    q_default, kv_default = variant_dtypes(call["variant"])
+    return kernel_bytes(int(call["total_q"]), int(call["total_kv"]), element_bytes(call.get("q_dtype"), q_default),
+                        element_bytes(call.get("kv_dtype"), kv_default))
+
+
+def _line(low: float, high: float, kv_low: int, kv_high: int, kv: int, count: bool = False) -> float:
+    """Linear in the KV length through two recordings; from one, counts stay and bytes grow with the KV."""
+    if kv_high == kv_low:
+        return high if count else high * kv / kv_high
+    return max(0.0, low + (high - low) * (kv - kv_low) / (kv_high - kv_low))
+
+
+def _structure(recording: dict) -> tuple:
+    return tuple((call.get("kernel"), call.get("variant"), call.get("persistent")) for call in recording["aiter"])
+
+
+def _scaled_calls(calls: list, ratio: float) -> list:
+    scaled = []
+    for call in calls:
+        call = dict(call)
+        for key in ("total_kv", "bytes_read", "bytes_written"):
+            if call.get(key) is not None:
+                call[key] = int(round(call[key] * ratio)) if key == "total_kv" else float(call[key]) * ratio
+        scaled.append(call)
+    return scaled
+
+
+def scale(short: dict | None, long: dict, kv_short: int | None, kv_long: int, kv: int) -> tuple[dict, str]:
+    """A recording at KV length `kv` from recordings at kv_short < kv_long (or kv_long alone), and a note."""
+    if kv_long == kv:
+        return long, ""
+    note = f"recorded at kv {kv_short} and {kv_long}, extrapolated to {kv}"
+    if short is None or _structure(short) != _structure(long) or set(short["ops"]) != set(long["ops"]):
+        if short is not None:
+            note = (f"the calls differ between kv {kv_short} and {kv_long}: scaled from kv {kv_long} alone; "
+                    f"at kv {kv} the submission may take another path")
+        else:
+            note = f"recorded at kv {kv_long}, scaled to {kv}"
+        short, kv_short = long, kv_long
+    ops = {name: {"count": round(_line(short["ops"][name]["count"], op["count"], kv_short, kv_long, kv, True)),
+                  "bytes": _line(short["ops"][name]["bytes"], op["bytes"], kv_short, kv_long, kv)}
+           for name, op in long["ops"].items()}
+    paired = [k["name"] for k in short["triton"]] == [k["name"] for k in long["triton"]]
+    triton = [dict(k, bytes=_line(short["triton"][i]["bytes"] if paired else k["bytes"], k["bytes"],
+                                  kv_short if paired else kv_long, kv_long, kv)) for i, k in enumerate(long["triton"])]
+    syncs = {what: round(_line(short["syncs"].get(what, 0), n, kv_short, kv_long, kv, True))
+             for what, n in long["syncs"].items()}
+    allocations = round(_line(short["allocations"], long["allocations"], kv_short, kv_long, kv, True))
+    return ({"aiter": _scaled_calls(long["aiter"], kv / kv_long), "ops": ops, "allocations": allocations,
+             "syncs": syncs, "triton": triton}, note)

@@ -1,0 +1,161 @@
+"""One `harness estimate N`: the submission run once per official benchmark shape under the recorder
+(harness/run/recording.py, in its own worker), each call priced by the cost model, and the refusals.
+
+On a GPU the official shapes run as they are; on a CPU each is recorded at shorter KV lengths and scaled
+(harness/estimate/launches.py). A submission that fails the check, or that the aiter stand-in refuses (partial
+work such as page size > 1), gets no estimate, only the reason; so does one whose kernels cannot run here (HIP).
+The result is a ledger record of mode "estimate": never a measured time.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+
+from harness.estimate import fit, launches as launch_lists
+from harness.estimate.model import Model, ShapeEstimate, estimate_shape
+from harness.platform import Platform
+from harness.results import ledger, records
+from harness.results.figures import geomean
+from harness.run import cases, protocol
+from harness.run.worker import Worker
+from harness.submission import Submission
+
+TARGETS = ("mi355x",)
+DEVICE_NAME = "MI355X estimate (model)"
+# On a CPU: the most KV rows one recorded call uses; longer shapes are recorded shorter, then scaled.
+# $HARNESS_ESTIMATE_ROWS lowers it (the tests' quick runs); 131072 keeps 014's path choice at every official shape.
+ROW_BUDGET_ENV = "HARNESS_ESTIMATE_ROWS"
+ROW_BUDGET = 131072
+CALL_LIMIT_S = 600.0
+
+
+@dataclass
+class ShapeRun:
+    spec: dict
+    estimate: ShapeEstimate | None = None
+    recorded_kv: list = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class EstimateRun:
+    submission: Submission
+    platform: Platform
+    target: str
+    model: Model
+    shapes: list
+    refusal: str          # why there is no estimate; "" when every shape has one
+    status: str           # "pass" (estimated) | "fail" (fails the check or the stand-in refuses) | "skip"
+    warnings: list
+    started: str
+    finished: str
+
+    def geomeans(self) -> dict | None:
+        """Geometric means over the shapes of each figure (benchmark, ranked, their bands), in us."""
+        found = [shape.estimate for shape in self.shapes if shape.estimate is not None]
+        if self.refusal or not found:
+            return None
+        keys = ("us", "low_us", "high_us", "ranked_us", "ranked_low_us", "ranked_high_us")
+        return {key: geomean(getattr(e, key) for e in found) for key in keys}
+
+
+def recording_lengths(batch: int, kv: int, on_gpu: bool, budget: int = ROW_BUDGET) -> list[int]:
+    """The KV lengths one shape is recorded at: the official one on a GPU; on a CPU at most `budget` rows."""
+    longest = kv if on_gpu else min(kv, max(2, budget // max(batch, 1)))  # two lengths at least: a line needs two
+    return [longest] if longest >= kv else [min(longest - 1, max(1, longest * 3 // 4)), longest]
+
+
+def row_budget() -> int:
+    """$HARNESS_ESTIMATE_ROWS or ROW_BUDGET; CaseError (one line, exit 2) when it is not a positive integer."""
+    text = os.environ.get(ROW_BUDGET_ENV) or str(ROW_BUDGET)
+    if not text.strip().isdigit() or int(text) < 1:
+        raise cases.CaseError(f"{ROW_BUDGET_ENV} must be a positive number of KV rows, got {text!r}")
+    return int(text)
+
+
+def _refusal_before_running(submission: Submission, platform: Platform) -> str:
+    if "hip" in submission.requirements:
+        return ("builds HIP kernels, which cannot run on this machine: nothing to record, so no estimate "
+                "(harness compile N --target gfx950 reports their registers and occupancy)")
+    has_aiter = platform.versions.get("aiter") is not None
+    if "aiter" in submission.requirements and not has_aiter and importlib.util.find_spec("harness.aiter_standin") is None:
+        return "needs aiter, and neither aiter nor the aiter stand-in (harness/aiter_standin) is in this checkout"
+    return ""
+
+
+def _record_shape(worker: Worker, spec: dict, lengths: list, device: str) -> tuple[list, str]:
+    """([recording per length], "") or ([], why it failed)."""
+    recorded = []
+    for kv in lengths:
+        reply = worker.call("estimate", CALL_LIMIT_S, args=dict(spec, kvseqlen=kv), device=device)
+        if not reply["ok"]:
+            return [], reply["message"]
+        outcome = reply["result"]
+        if not outcome["good"]:
+            return [], f"fails the check: {(outcome['message'].splitlines() or [''])[0]}"
+        recorded.append(outcome["recording"])
+    return recorded, ""
+
+
+def run(submission: Submission, platform: Platform, target: str = "mi355x", *, budget: int | None = None,
+        specs: list | None = None, progress=None) -> EstimateRun:
+    started = protocol.now_iso()
+    budget = budget or row_budget()
+    model, _ = fit.calibrated_model()
+    specs = specs or cases.official("benchmark")
+    warnings = protocol.server_rejections(submission)
+    refusal = _refusal_before_running(submission, platform)
+    shapes = [ShapeRun(spec=dict(spec)) for spec in specs]
+    status = "skip" if refusal else "pass"
+    if not refusal:
+        interpret = "triton" in (submission.requirements | submission.optional) and not platform.is_gpu
+        log = protocol.log_file_for(submission, "estimate")
+        with Worker(submission.path, platform.torch_device, log, triton_interpreter=interpret) as worker:
+            for index, shape in enumerate(shapes):
+                batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
+                if progress:
+                    progress(index, len(shapes), f"{batch}×{kv}")
+                lengths = recording_lengths(batch, kv, platform.is_gpu, budget)
+                recorded, failure = _record_shape(worker, shape.spec, lengths, platform.torch_device)
+                if failure:
+                    refusal, status = f"{batch}×{kv}: {failure}", "fail"
+                    break
+                one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
+                                                     lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
+                shape.recorded_kv = lengths
+                shape.estimate = estimate_shape((batch, kv), launch_lists.from_recording(one), model)
+    return EstimateRun(submission=submission, platform=platform, target=target, model=model, shapes=shapes,
+                       refusal=refusal, status=status, warnings=warnings, started=started, finished=protocol.now_iso())
+
+
+def _shape_payload(shape: ShapeRun) -> dict:
+    e = shape.estimate
+    breakdown = [{"kind": p.launch.kind, "what": p.launch.name, "count": p.launch.count, "bytes": p.launch.bytes,
+                  "us": p.us, "low_us": p.low_us, "high_us": p.high_us, "basis": p.basis} for p in e.priced]
+    return {"shape": list(e.shape), "us": e.us, "low_us": e.low_us, "high_us": e.high_us, "ranked_us": e.ranked_us,
+            "ranked_low_us": e.ranked_low_us, "ranked_high_us": e.ranked_high_us, "recorded_kv": shape.recorded_kv,
+            "note": shape.note, "uncalibrated": e.uncalibrated, "breakdown": breakdown}
+
+
+def record(result: EstimateRun, checkout: dict | None = None) -> records.Record:
+    """The ledger record (mode "estimate", device "MI355X estimate (model)"): figures under `estimate`, no stats."""
+    lowest, highest = result.model.errors
+    payload = {"target": result.target, "recorded_on": result.platform.record_device()["name"],
+               "scaled": not result.platform.is_gpu, "band_errors": [lowest, highest],
+               "geomean": result.geomeans(), "refusal": result.refusal,
+               "shapes": [_shape_payload(shape) for shape in result.shapes if shape.estimate is not None]}
+    results = [{"spec": shape.spec, "status": "pass" if shape.estimate else ("skip" if result.refusal else "pass"),
+                "message": shape.note, "stats": None, "notes": {}, "accuracy": None} for shape in result.shapes]
+    return records.new_record(
+        source="local", submission=records.submission_info(result.submission), mode="estimate", cases="official",
+        flush="none", device=records.Device(name=DEVICE_NAME, arch="gfx950 (model)", backend="estimate"),
+        versions=result.platform.versions, status=result.status, reason=result.refusal, results=results,
+        warnings=result.warnings, started=result.started, finished=result.finished, git=checkout, estimate=payload)
+
+
+def save(result: EstimateRun, checkout: dict | None = None) -> records.Record:
+    """The run's record, appended to the ledger (OSError when it cannot be written)."""
+    found = record(result, checkout)
+    ledger.append(found)
+    return found
