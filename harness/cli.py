@@ -405,10 +405,12 @@ def compile_command(submission, target):
         ledger.append(compiled.record(chosen, target, outcome, platforms.versions(), started, protocol.now_iso()))
     except OSError as error:
         raise session.ResultsError(f"the compile's record could not be written to the ledger: {error}") from None
+    if outcome.syntax_error:
+        click.echo("{}:{}: SyntaxError: {} (nothing compiled)".format(path.name, *outcome.syntax_error))
     if outcome.hip is not None:
         display.print_hip_report(console, outcome.hip)
     if outcome.triton:
         console.print(display.compile_table(path.name, target, outcome.triton, aot.TARGETS[target][0] == "hip"))
-    if outcome.hip is None and not outcome.triton:
+    if outcome.hip is None and not outcome.triton and not outcome.syntax_error:
         click.echo(f"{path.name} has no @triton.jit kernels and no HIP load_inline sources")
     raise SystemExit(EXIT_FAILED if outcome.failed else EXIT_PASSED)
