@@ -25,10 +25,14 @@ def mode_option(default=None, choices=MODES, help="Only records of this mode."):
 
 
 def _existing_ledger(ledger_file):
-    from pathlib import Path
+    """A ledger that is not there is a usage error however it was named (a typo must not read as 'no results')."""
+    from harness import paths
 
-    if ledger_file and not Path(ledger_file).is_file():
-        raise click.UsageError(f"no ledger at {ledger_file}")
+    found = paths.ledger_file(ledger_file)
+    if not found.is_file():
+        named = ("--ledger" if ledger_file else f"${paths.LEDGER_ENV}" if os.environ.get(paths.LEDGER_ENV)
+                 else f"${paths.RESULTS_ENV}" if os.environ.get(paths.RESULTS_ENV) else "the default")
+        raise click.UsageError(f"no ledger at {found} (named by {named})")
 
 
 def _echo_warnings(caught) -> None:
@@ -51,8 +55,9 @@ def main():
               help="Chart to write (default: results/scoreboard.png).")
 @click.option("--include-interpreter", is_flag=True,
               help="Also show times taken through the Triton interpreter on a CPU (they say nothing about a GPU).")
+@click.option("--allow-empty", is_flag=True, help="Replace an existing page even when the ledger gives no table.")
 @reports_errors
-def scoreboard(baseline, ledger_file, output, chart, include_interpreter):
+def scoreboard(baseline, ledger_file, output, chart, include_interpreter, allow_empty):
     """Regenerate scoreboard.md and its chart from the ledger."""
     import warnings
 
@@ -63,8 +68,8 @@ def scoreboard(baseline, ledger_file, output, chart, include_interpreter):
         warnings.simplefilter("always")
         try:
             summary = board.regenerate(ledger_file=ledger_file, output=output, chart=chart, baseline=baseline,
-                                       include_interpreter=include_interpreter)
-        except board.BaselineError as error:
+                                       include_interpreter=include_interpreter, allow_empty=allow_empty)
+        except (board.BaselineError, board.EmptyScoreboard) as error:
             raise click.UsageError(str(error))
         except OSError as error:
             click.echo(f"error: cannot write the scoreboard: {error}", err=True)

@@ -43,3 +43,43 @@ def test_compile_of_a_file_with_a_python_syntax_error_fails_at_its_line(tmp_path
     assert "internal error" not in result.output
     [record] = ledger.read()
     assert record["mode"] == "compile" and record["status"] == "fail" and f"line {line}" in record["reason"]
+
+
+# -- 2. a missing ledger is an error however it was named; no scoreboard is replaced by an empty one ------
+
+def _board_page(tmp_path) -> Path:
+    page = tmp_path / "board.md"
+    page.write_text("# Scoreboard\n\n## NVIDIA H200 · benchmark · official cases\n| a table the user keeps |\n")
+    return page
+
+
+@pytest.mark.parametrize("how", ["HARNESS_LEDGER", "HARNESS_RESULTS", "--ledger"])
+def test_scoreboard_refuses_a_ledger_that_is_not_there(tmp_path, monkeypatch, how):
+    page = _board_page(tmp_path)
+    before = page.read_text()
+    args = ["scoreboard", "--output", page, "--chart", tmp_path / "chart.png"]
+    if how == "HARNESS_LEDGER":
+        monkeypatch.setenv(paths.LEDGER_ENV, str(tmp_path / "typo.jsonl"))
+    elif how == "HARNESS_RESULTS":
+        (tmp_path / "empty").mkdir()
+        monkeypatch.setenv(paths.RESULTS_ENV, str(tmp_path / "empty"))
+    else:
+        args += ["--ledger", tmp_path / "typo.jsonl"]
+    result = invoke(*args)
+    assert result.exit_code == exits.EXIT_USAGE, result.output
+    assert result.output.startswith("error: no ledger at") and len(result.output.strip().splitlines()) == 1
+    assert how.lstrip("-") in result.output  # says where the name came from
+    assert page.read_text() == before
+
+
+def test_scoreboard_with_no_tables_replaces_a_page_only_when_asked(tmp_path):
+    page = _board_page(tmp_path)
+    before = page.read_text()
+    paths.ledger_file().parent.mkdir(parents=True, exist_ok=True)
+    paths.ledger_file().write_text("")  # a ledger with nothing in it
+    refused = invoke("scoreboard", "--output", page, "--chart", tmp_path / "chart.png")
+    assert refused.exit_code == exits.EXIT_USAGE and "--allow-empty" in refused.output, refused.output
+    assert page.read_text() == before
+    asked = invoke("scoreboard", "--output", page, "--chart", tmp_path / "chart.png", "--allow-empty")
+    assert asked.exit_code == 0, asked.output
+    assert "No results yet" in page.read_text()
