@@ -126,7 +126,12 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, l
         text, file_warnings = differ.source_diff(comparison)
         for line in file_warnings:
             console.print(f"warning: {line}", highlight=False)
-        console.print(Syntax(text, "diff") if text else "the two files are identical")
+        if not text:
+            console.print("the two files are identical")
+        elif console.is_terminal:
+            console.print(Syntax(text, "diff"))
+        else:  # piped: the lines as they are, not padded to the console's width
+            click.echo(text, nl=False)
     raise SystemExit(EXIT_FAILED if slower else EXIT_PASSED)
 
 

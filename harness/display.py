@@ -2,7 +2,9 @@
 
 Pure functions from results to rich renderables or lines; harness/cli.py decides when to print them.
 """
+import io
 import os
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -17,12 +19,31 @@ STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red
 PIPED_WIDTH = 200  # piped, rich assumes 80 columns and cuts table cells; a wide page keeps every column whole
 
 
+class TrimmedLines(io.TextIOBase):
+    """A stream that drops the spaces rich pads each line with up to the console's width (pipes, logs)."""
+
+    def __init__(self, stream):
+        self.stream, self.pending = stream, ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.stream.write(line.rstrip(" ") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.write(self.pending)
+        self.pending = ""
+        self.stream.flush()
+
+
 def console(stderr: bool = False) -> Console:
-    """A rich console (NO_COLOR honoured by rich); piped without $COLUMNS, wide enough that no column is cut."""
+    """A rich console (NO_COLOR honoured by rich); piped without $COLUMNS, wide enough that no column is cut,
+    and without the padding of every line to that width."""
     probe = Console(stderr=stderr)
     if probe.is_terminal or os.environ.get("COLUMNS"):
         return probe
-    return Console(stderr=stderr, width=PIPED_WIDTH)
+    return Console(file=TrimmedLines(sys.stderr if stderr else sys.stdout), width=PIPED_WIDTH)
 
 
 def case_line(label: str, index: int, total: int, result) -> str:

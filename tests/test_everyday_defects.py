@@ -83,3 +83,51 @@ def test_scoreboard_with_no_tables_replaces_a_page_only_when_asked(tmp_path):
     asked = invoke("scoreboard", "--output", page, "--chart", tmp_path / "chart.png", "--allow-empty")
     assert asked.exit_code == 0, asked.output
     assert "No results yet" in page.read_text()
+
+
+# -- 4 and 9. diff names the real cause, pipes plain text, and words a missing number as `run` does -------
+
+CPU = records.Device(name="cpu (x86_64)", arch="cpu", backend="cpu")
+H200 = records.Device(name="NVIDIA H200", arch="sm_90", backend="cuda")
+
+
+def timed_record(number: int, name: str, *, device=CPU, interpreter=False, means=None):
+    means = means or {(1, 64): 900000.0, (2, 4500): 950000.0}
+    results = [{"spec": {"batchsize": b, "qseqlen": 1, "kvseqlen": kv, "seed": 1}, "status": "pass", "message": "",
+                "stats": {"runs": 3, "mean": mean, "std": 1.0, "err": 1.0, "best": mean, "worst": mean}, "notes": {}}
+               for (b, kv), mean in means.items()]
+    return records.new_record(
+        source="local", submission=records.SubmissionInfo(number=number, path=f"submissions/{name}", sha256=name,
+                                                          requirements=["torch"], optional=[], numbered=True),
+        mode="benchmark", cases="small", flush="none", device=device, versions={}, status="pass", reason="",
+        results=results, warnings=[], started="2026-12-01T10:00:00", finished="2026-12-01T10:00:00",
+        interpreter=interpreter)
+
+
+def test_diff_names_the_interpreter_when_one_side_ran_there_only_through_it():
+    ledger.append(timed_record(1, "001_torch_reference.py"))
+    ledger.append(timed_record(201, "201_triton_fp8kv.py", interpreter=True))
+    result = invoke("diff", "001", "201", "--device", "cpu")
+    assert result.exit_code == exits.EXIT_USAGE
+    assert "run both there first" not in result.output, result.output
+    assert "'201'" in result.output and "interpreter" in result.output and "--include-interpreter" in result.output
+    shown = invoke("diff", "001", "201", "--device", "cpu", "--include-interpreter")
+    assert shown.exit_code == 0, shown.output
+
+
+def test_diff_source_piped_has_no_padding():
+    ledger.append(timed_record(119, "119_bmm_triton_hybrid.py", device=H200))
+    ledger.append(timed_record(200, "200_triton_mxfp4.py", device=H200))
+    done = harness("diff", "119", "200", "--source", env={paths.LEDGER_ENV: str(paths.ledger_file())})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("+++ submissions/200_triton_mxfp4.py") for line in lines)
+    padded = [line for line in lines if line != line.rstrip() and line.strip()]  # " " alone: an empty context line
+    assert not padded, "lines padded with spaces"
+
+
+def test_diff_of_an_unknown_number_says_what_run_says():
+    ledger.append(timed_record(200, "200_triton_mxfp4.py", device=H200))
+    diffed, ran = invoke("diff", "999", "200"), invoke("run", "999")
+    assert diffed.exit_code == ran.exit_code == exits.EXIT_USAGE
+    assert "no submission numbered 999" in diffed.output and "no submission numbered 999" in ran.output

@@ -108,8 +108,10 @@ def _comparable(record: dict, device: str | None, mode: str | None, include_inte
     return matches_device if device is not None else on_real_device(record)
 
 
-def _why_nothing(timed: list, a: str, b: str, device: str | None, mode: str | None) -> str:
+def _why_nothing(timed_a: list, timed_b: list, a: str, b: str, device: str | None, mode: str | None,
+                 include_interpreter: bool) -> str:
     """Why the timed records the two have do not make a comparison, in one line."""
+    timed = timed_a + timed_b
     if timed and all(record["interpreter"] for record in timed):
         return (f"no real timings of '{a}' and '{b}' to compare: their times in the ledger ran through the Triton "
                 "interpreter on a CPU (TRITON_INTERPRET=1) and say nothing about a GPU; run both on a GPU "
@@ -118,8 +120,23 @@ def _why_nothing(timed: list, a: str, b: str, device: str | None, mode: str | No
         return (f"'{a}' and '{b}' have only CPU timings, which say little about the GPU they are written for; "
                 "pass --device cpu to compare those anyway")
     where = (f" on a device matching '{device}'" if device else " on a GPU") + (f" in {mode} mode" if mode else "")
+    for text, side in ((a, timed_a), (b, timed_b)):
+        there = [record for record in side if _comparable(record, device, mode, True)]
+        if not include_interpreter and there and all(record["interpreter"] for record in there):
+            return (f"'{text}' was timed{where} only through the Triton interpreter (TRITON_INTERPRET=1), whose "
+                    "times say nothing about a GPU and are left out; pass --include-interpreter to compare them")
     return (f"'{a}' and '{b}' have no timed shapes in common on the same device, mode and cases{where}; "
             f"run both there first (harness run {a} {b} --mode benchmark)")
+
+
+def _unknown(ref: SubmissionRef, everything: list[dict]) -> str:
+    """Why a side has no timed result: a number nothing knows is worded as `harness run` words it."""
+    numbered_files = (NUMBERED_NAME.match(p.name) for p in SUBMISSIONS_DIR.glob("*.py"))
+    known = ({int(m.group(1)) for m in numbered_files if m} | {r["submission"]["number"] for r in everything
+                                                               if r["submission"]["numbered"]})
+    if ref.number is not None and ref.number not in known:
+        return f"no submission numbered {ref.number} in {SUBMISSIONS_DIR} or in the ledger"
+    return f"no timed result of submission '{ref.text}' in the ledger"
 
 
 def compare(everything: list[dict], a: str, b: str, *, device: str | None = None, mode: str | None = None,
@@ -130,7 +147,7 @@ def compare(everything: list[dict], a: str, b: str, *, device: str | None = None
     for ref in (ref_a, ref_b):
         timed[ref] = [record for record in everything if ref.matches(record) and case_means(record)]
         if not timed[ref]:
-            raise NothingComparable(f"no timed result of submission '{ref.text}' in the ledger")
+            raise NothingComparable(_unknown(ref, everything))
     latest_a, latest_b = ({group: record for group, record in records.latest_by(
         [r for r in timed[ref] if _comparable(r, device, mode, include_interpreter)], records.group_key).items()}
         for ref in (ref_a, ref_b))
@@ -141,7 +158,7 @@ def compare(everything: list[dict], a: str, b: str, *, device: str | None = None
             stamps = sorted((rec_a["finished"], rec_b["finished"]))
             candidates.append((stamps[1], stamps[0], group))
     if not candidates:
-        raise NothingComparable(_why_nothing(timed[ref_a] + timed[ref_b], a, b, device, mode))
+        raise NothingComparable(_why_nothing(timed[ref_a], timed[ref_b], a, b, device, mode, include_interpreter))
     *_, group = max(candidates)
     rec_a, rec_b = latest_a[group], latest_b[group]
     means_a, means_b = case_means(rec_a), case_means(rec_b)
