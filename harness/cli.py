@@ -15,6 +15,7 @@ from harness.exits import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_PASSED, EXIT_USAGE
 
 device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto",
                              show_default=True, help="cuda means any GPU, ROCm included.")
+all_option = click.option("--all", "run_all", is_flag=True, help="Every submission in submissions/.")
 ledger_option = click.option("--ledger", "ledger_file", type=click.Path(dir_okay=False), default=None,
                              help="Ledger to read (default: $HARNESS_LEDGER or results/ledger.jsonl).")
 
@@ -22,6 +23,12 @@ ledger_option = click.option("--ledger", "ledger_file", type=click.Path(dir_okay
 def mode_option(default=None, choices=MODES, help="Only records of this mode."):
     return click.option("--mode", type=click.Choice(choices), default=default, show_default=default is not None,
                         help=help)
+
+
+def _chosen(submissions, run_all) -> None:
+    """Submissions named or --all, the same rule in every command that takes both."""
+    if run_all and submissions:
+        raise click.UsageError("give submissions or --all, not both")
 
 
 def _existing_ledger(ledger_file):
@@ -84,9 +91,9 @@ def scoreboard(baseline, ledger_file, output, chart, include_interpreter, allow_
 @click.argument("a")
 @click.argument("b")
 @click.option("--source", is_flag=True, help="Also show a unified diff of the two files.")
-@click.option("--device", default=None, metavar="NAME",
-              help="Compare records from the device whose name contains NAME (default: the newest GPU group "
-                   "holding both).")
+@click.option("--device", default=None, metavar="auto|cuda|cpu|NAME",
+              help="Compare records from there: cuda any GPU, cpu the CPU (as `run --device` means them), or the "
+                   "device whose name contains NAME (default, auto: the newest GPU group holding both).")
 @mode_option()
 @click.option("--include-interpreter", is_flag=True,
               help="Also compare times taken through the Triton interpreter on a CPU (they say nothing about a GPU).")
@@ -137,9 +144,10 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, l
 
 @main.command()
 @click.argument("submissions", nargs=-1)
+@all_option
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON instead of lines.")
 @reports_errors
-def lint(submissions, as_json):
+def lint(submissions, run_all, as_json):
     """Check submissions against the server's rejection rules and KernelGuard (all of submissions/ by default).
 
     Prints `path:line: RULE error|warning: message`; exits 1 when any finding would get a file rejected.
@@ -151,6 +159,7 @@ def lint(submissions, as_json):
     from harness import paths
     from harness import submission as subs
 
+    _chosen(submissions, run_all)
     files = []
     for arg in submissions or [str(s.path) for s in subs.discover()]:
         try:
@@ -263,7 +272,7 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
 
 @main.command(epilog=EXIT_CODES_HELP)
 @click.argument("submissions", nargs=-1)
-@click.option("--all", "run_all", is_flag=True, help="Run every submission in submissions/.")
+@all_option
 @mode_option(default="test", help="The official eval.py mode.")
 @device_option
 @click.option("--cases", "cases_arg", default=None, metavar="official|small|FILE",
@@ -287,8 +296,7 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     from harness.run import session
     from harness import submission as subs
 
-    if run_all and submissions:
-        raise click.UsageError("give submissions or --all, not both")
+    _chosen(submissions, run_all)
     if not run_all and not submissions:
         raise click.UsageError("name at least one submission (a number like 120 or a path), or pass --all")
     chosen = subs.discover() if run_all else [subs.resolve(arg) for arg in submissions]

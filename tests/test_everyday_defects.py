@@ -131,3 +131,38 @@ def test_diff_of_an_unknown_number_says_what_run_says():
     diffed, ran = invoke("diff", "999", "200"), invoke("run", "999")
     assert diffed.exit_code == ran.exit_code == exits.EXIT_USAGE
     assert "no submission numbered 999" in diffed.output and "no submission numbered 999" in ran.output
+
+
+# -- 6. the same flags mean the same thing in every command ---------------------------------------------
+
+def test_lint_takes_all_as_run_does():
+    everything = invoke("lint", "--json")
+    with_all = invoke("lint", "--all", "--json")
+    assert with_all.exit_code == everything.exit_code, with_all.output
+    assert json.loads(with_all.output) == json.loads(everything.output)
+    assert len(json.loads(with_all.output)) == len(list((REPO / "submissions").glob("[0-9]*_*.py")))
+    both = invoke("lint", "120", "--all")
+    assert both.exit_code == exits.EXIT_USAGE and "not both" in both.output
+
+
+def test_every_command_that_takes_submissions_takes_all():
+    import click
+
+    for name, command in cli.main.commands.items():
+        takes_many = any(isinstance(p, click.Argument) and p.nargs == -1 and p.name == "submissions"
+                         for p in command.params)
+        if takes_many:
+            assert "run_all" in {p.name for p in command.params}, f"harness {name} takes submissions but not --all"
+
+
+def test_diff_device_takes_the_words_run_takes():
+    ledger.append(timed_record(119, "119_bmm_triton_hybrid.py", device=H200, means={(4, 1024): 30000.0}))
+    ledger.append(timed_record(200, "200_triton_mxfp4.py", device=H200, means={(4, 1024): 10000.0}))
+    ledger.append(timed_record(119, "119_bmm_triton_hybrid.py"))
+    ledger.append(timed_record(200, "200_triton_mxfp4.py"))
+    on_gpu = invoke("diff", "119", "200", "--device", "cuda")  # run's "cuda": any GPU
+    assert on_gpu.exit_code == 0, on_gpu.output
+    assert "compared on NVIDIA H200" in " ".join(on_gpu.output.split())
+    on_cpu = invoke("diff", "119", "200", "--device", "cpu", "--json")
+    assert on_cpu.exit_code == 0 and json.loads(on_cpu.output)["device"] == "cpu (x86_64)"
+    assert invoke("diff", "119", "200", "--device", "auto").exit_code == 0

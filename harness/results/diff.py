@@ -98,11 +98,19 @@ def on_real_device(record: dict) -> bool:
     return record["device"]["backend"] != "cpu" and not record["interpreter"]
 
 
+def _on_device(record: dict, device: str) -> bool:
+    """--device as `run` means its words (cuda: any local GPU, ROCm included; cpu: the CPU), else a name match."""
+    backend = record["device"]["backend"]
+    if device in ("cuda", "cpu"):
+        return backend in ("cuda", "rocm") if device == "cuda" else backend == "cpu"
+    return device.lower() in record["device"]["name"].lower()
+
+
 def _comparable(record: dict, device: str | None, mode: str | None, include_interpreter: bool) -> bool:
     """May this record be compared under the user's --device / --mode / --include-interpreter?"""
     if mode is not None and record["mode"] != mode:
         return False
-    matches_device = device is None or device.lower() in record["device"]["name"].lower()
+    matches_device = device is None or _on_device(record, device)
     if record["interpreter"]:
         return include_interpreter and matches_device
     return matches_device if device is not None else on_real_device(record)
@@ -143,6 +151,7 @@ def compare(everything: list[dict], a: str, b: str, *, device: str | None = None
             include_interpreter: bool = False) -> Comparison:
     """B against A on their most recent comparable records (harness/results/records.py); NothingComparable when none."""
     ref_a, ref_b = parse_ref(a), parse_ref(b)
+    device = None if device == "auto" else device
     timed = {}
     for ref in (ref_a, ref_b):
         timed[ref] = [record for record in everything if ref.matches(record) and case_means(record)]
