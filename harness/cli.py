@@ -422,7 +422,8 @@ def compile_command(submission, target):
     try:
         ledger.append(compiled.record(chosen, target, outcome, platforms.versions(), started, protocol.now_iso()))
     except OSError as error:
-        raise session.ResultsError(f"the compile's record could not be written to the ledger: {error}") from None
+        raise session.ResultsError("the compile's record could not be written to the ledger: "
+                                   f"{ledger.why_unwritten(error)}") from None
     if outcome.syntax_error:
         click.echo("{}:{}: SyntaxError: {} (nothing compiled)".format(path.name, *outcome.syntax_error))
     if outcome.hip is not None:

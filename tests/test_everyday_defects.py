@@ -166,3 +166,25 @@ def test_diff_device_takes_the_words_run_takes():
     on_cpu = invoke("diff", "119", "200", "--device", "cpu", "--json")
     assert on_cpu.exit_code == 0 and json.loads(on_cpu.output)["device"] == "cpu (x86_64)"
     assert invoke("diff", "119", "200", "--device", "auto").exit_code == 0
+
+
+# -- 7. a full disk says the disk is full ------------------------------------------------------------------
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_full_disk_is_named_as_such(tmp_path):
+    cases = tmp_path / "one.txt"
+    cases.write_text("batchsize: 1; qseqlen: 1; kvseqlen: 64; seed: 11\n")
+    done = harness("run", SAMPLES / "reference_call.py", "--device", "cpu", "--cases", cases,
+                   env={paths.LEDGER_ENV: "/dev/full"})
+    assert done.returncode == exits.EXIT_USAGE, done.stdout + done.stderr
+    assert "permissions" not in done.stderr
+    assert "no space left on the device" in done.stderr and "/dev/full" in done.stderr, done.stderr
+
+
+def test_the_ledger_names_why_a_write_failed():
+    import errno
+
+    assert "no space left" in ledger.why_unwritten(OSError(errno.ENOSPC, "No space left on device"))
+    assert "permission" in ledger.why_unwritten(PermissionError(errno.EACCES, "Permission denied"))
+    assert "read-only" in ledger.why_unwritten(OSError(errno.EROFS, "Read-only file system"))
+    assert "Is a directory" in ledger.why_unwritten(IsADirectoryError(errno.EISDIR, "Is a directory"))
