@@ -188,3 +188,44 @@ def test_the_ledger_names_why_a_write_failed():
     assert "permission" in ledger.why_unwritten(PermissionError(errno.EACCES, "Permission denied"))
     assert "read-only" in ledger.why_unwritten(OSError(errno.EROFS, "Read-only file system"))
     assert "Is a directory" in ledger.why_unwritten(IsADirectoryError(errno.EISDIR, "Is a directory"))
+
+
+# -- 8. docs say what the gate does and cite only files in the repository ----------------------------------
+
+def _docs() -> list[Path]:
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout.split()
+    return [REPO / name for name in listed]
+
+
+def test_every_document_and_python_path_the_docs_cite_is_in_the_repository():
+    import re
+
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split()
+    names = {Path(name).name for name in tracked}
+    missing = []
+    for doc in _docs():
+        text = doc.read_text(encoding="utf-8")
+        for cited in set(re.findall(r"\b([\w-]+\.md)\b", text)):
+            if cited not in names:
+                missing.append(f"{doc.relative_to(REPO)} cites {cited}")
+        for cited in set(re.findall(r"`((?:[\w.-]+/)+[\w.-]+\.py)`", text)):
+            if "NNN" not in cited and not (REPO / cited).is_file() and not (REPO / "harness" / cited).is_file():
+                missing.append(f"{doc.relative_to(REPO)} cites {cited}")
+    assert not missing, missing
+
+
+def test_remote_doc_says_the_gate_compiles_hip_only_files():
+    from harness import submission as subs
+    from harness.remote import gate
+
+    text = (REPO / "docs" / "REMOTE.md").read_text(encoding="utf-8")
+    assert "HIP-only file gets the static checks only" not in " ".join(text.split())
+    sub = subs.resolve("120")
+    verdict = gate.run_gate(sub, sub.path.read_text(), "amd-mixed-mla")
+    compiled = [check for check in verdict.checks if check.name == "gfx950 compile"]
+    assert compiled and compiled[0].ok, [vars(c) for c in verdict.checks]
+    assert "HIP" in compiled[0].details[0]
+    step = text[text.index("## The local gate"):text.index("If the gate fails")]
+    assert "HIP" in step and "compile" in step and "refuse" in step
