@@ -360,11 +360,8 @@ def list_submissions(device):
     console = display.console()
     if not found:
         console.print(f"no submissions in {escape(paths.shown(paths.SUBMISSIONS_DIR))}")
-    elif console.is_terminal:
-        console.print(display.submissions_table(found, here, platforms.can_run))
     else:
-        for line in display.submission_lines(found, here, platforms.can_run):
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        display.print_submissions(console, found, here, platforms.can_run)
 
 
 @main.command()
@@ -429,7 +426,7 @@ def compile_command(submission, target):
     if outcome.hip is not None:
         display.print_hip_report(console, outcome.hip)
     if outcome.triton:
-        console.print(display.compile_table(path.name, target, outcome.triton, aot.TARGETS[target][0] == "hip"))
+        display.print_compile(console, path.name, target, outcome.triton, aot.TARGETS[target][0] == "hip")
     if outcome.hip is None and not outcome.triton and not outcome.syntax_error:
         click.echo(f"{path.name} has no @triton.jit kernels and no HIP load_inline sources")
     raise SystemExit(EXIT_FAILED if outcome.failed else EXIT_PASSED)

@@ -229,3 +229,97 @@ def test_remote_doc_says_the_gate_compiles_hip_only_files():
     assert "HIP" in compiled[0].details[0]
     step = text[text.index("## The local gate"):text.index("If the gate fails")]
     assert "HIP" in step and "compile" in step and "refuse" in step
+
+
+# -- 3. at 80 columns in a terminal, status and numbers are never cut; long text wraps or moves below ------
+
+TERMINAL_80 = {"FORCE_COLOR": "1", "NO_COLOR": "1", "COLUMNS": "80", "TERM": "xterm"}
+
+
+def plain(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+
+
+def test_list_at_80_columns_keeps_every_reason():
+    from harness import platform as platforms
+    from harness import submission as subs
+
+    shown = invoke("list", "--device", "cpu", env=TERMINAL_80)
+    assert shown.exit_code == 0, shown.output
+    text = plain(shown.output)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    here = platforms.detect("cpu")
+    for sub in subs.discover():
+        _, reason = platforms.can_run(sub, here)
+        assert str(sub.number) in text and all(word in text for word in reason.split()), (reason, text)
+
+
+def _fake_run(mode: str):
+    from harness import platform as platforms
+    from harness import submission as subs
+    from harness.run import protocol, timing
+
+    results = []
+    for index, (batch, kv) in enumerate([(4, 1024), (32, 1024), (64, 8192), (256, 8192)]):
+        stats = timing.Stats(runs=1000 - index, mean=143831.2 + index, std=5.0, err=12345.6, best=1768.4,
+                             worst=96042.9)
+        results.append(protocol.CaseResult(spec={"batchsize": batch, "qseqlen": 1, "kvseqlen": kv, "seed": 9826},
+                                           status="timeout" if index == 3 else "pass", stats=stats,
+                                           message="a long note about which path the kernel took on this shape",
+                                           accuracy={"relative_error": 0.0138, "noise_multiple": 0.3}))
+    return protocol.RunResult(submission=subs.resolve("119"), mode=mode, cases="official", flush="fast",
+                              platform=platforms.detect("cpu"), status="pass", reason="", results=results,
+                              warnings=[], started="", finished="")
+
+
+@pytest.mark.parametrize("mode", ["benchmark", "test"])
+def test_the_run_table_at_80_columns_keeps_status_numbers_and_the_case_number(mode):
+    from rich.console import Console
+
+    from harness import display
+
+    out = Console(width=80, record=True, force_terminal=True, no_color=True)
+    display.print_run(out, _fake_run(mode))
+    text = out.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    header = next(line for line in text.splitlines() if "status" in line)
+    assert "#" in header
+    rows = [line for line in text.splitlines() if "pass" in line or "timeout" in line]
+    assert len([line for line in rows if " pass " in line]) == 3 and any(" timeout " in line for line in rows)
+    from harness.results.figures import format_us
+
+    timed = [f"{format_us(143831.2)} ± {format_us(12345.6)}", format_us(1768.4), format_us(96042.9), "1000", "997"]
+    for figure in ["0.0138 (0.3×)"] + (timed if mode == "benchmark" else []):
+        assert figure in text, (figure, text)
+    assert "…" not in text
+
+
+def test_compile_tables_at_80_columns_are_not_slivers(tmp_path):
+    import textwrap
+
+    path = tmp_path / "900_probe.py"
+    path.write_text(textwrap.dedent('''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def scale_rows_by_factor_kernel(x_ptr, y_ptr, n, factor, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * factor, mask=offs < n)
+
+        AOT_SPECS = [{"kernel": "scale_rows_by_factor_kernel", "label": "fp32 rows, 256-wide blocks",
+                      "signature": {"x_ptr": "*fp32:16", "y_ptr": "*fp32:16", "n": "i32", "factor": "fp32"},
+                      "constexprs": {"BLOCK": 256}, "num_warps": 4}]
+    '''))
+    shown = invoke("compile", path, "--target", "gfx950", env=TERMINAL_80)
+    assert shown.exit_code == 0, shown.output
+    text = plain(shown.output)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "waves/SIMD" in text and "fp32 rows, 256-wide blocks" in " ".join(text.replace("│", " ").split())
+    hip = invoke("compile", "120", env=TERMINAL_80)
+    assert hip.exit_code == 0, hip.output
+    text = plain(hip.output)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "v_mfma_f32_16x16x128_f8f6f4" in text and "waves/SIMD" in text and "…" not in text
