@@ -107,8 +107,6 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, l
     import json
     import warnings
 
-    from rich.syntax import Syntax
-
     from harness.results import diff as differ
     from harness import display
     from harness.results import records
@@ -117,28 +115,29 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, l
     console = display.console()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        comparison = differ.compare(records.load(ledger_file), a, b, device=device, mode=mode,
-                                    include_interpreter=include_interpreter)
+        try:
+            comparison = differ.compare(records.load(ledger_file), a, b, device=device, mode=mode,
+                                        include_interpreter=include_interpreter)
+        except differ.NothingComparable as error:
+            if not source or as_json or fail_above is not None:
+                raise
+            comparison = None  # --source still shows what changed between the two files
+            console.print(f"note: no times to compare: {error}", highlight=False)
     _echo_warnings(caught)
     slower = differ.regressions(comparison, fail_above) if fail_above is not None else []
     if as_json:
         click.echo(json.dumps(differ.as_json(comparison, fail_above), indent=2))
-    else:
+    elif comparison is not None:
         console.print(differ.render_table(comparison))
         for line in differ.notes(comparison):
             console.print(f"note: {line}", highlight=False)
         for line in slower:
             console.print(f"regression over {fail_above:g}%: {line}", highlight=False)
     if source:
-        text, file_warnings = differ.source_diff(comparison)
-        for line in file_warnings:
-            console.print(f"warning: {line}", highlight=False)
-        if not text:
-            console.print("the two files are identical")
-        elif console.is_terminal:
-            console.print(Syntax(text, "diff"))
-        else:  # piped: the lines as they are, not padded to the console's width
-            click.echo(text, nl=False)
+        from harness import submission as subs
+
+        display.print_source_diff(console, *(differ.source_diff(comparison) if comparison else
+                                             (differ.files_diff(subs.resolve(a).path, subs.resolve(b).path), [])))
     raise SystemExit(EXIT_FAILED if slower else EXIT_PASSED)
 
 

@@ -124,6 +124,21 @@ def print_fitted(console, table: Table, below: list[str], indent: str = "") -> N
         console.print(indent + line, highlight=False)
 
 
+def print_source_diff(console, text: str, warnings: list[str]) -> None:
+    """`diff --source`: a highlighted unified diff on a terminal, the plain lines when piped."""
+    from rich.syntax import Syntax
+
+    for line in warnings:
+        console.print(f"warning: {escape(line)}", highlight=False)
+    if not text:
+        console.print("the two files are identical")
+    elif console.is_terminal:
+        console.print(Syntax(text, "diff"))
+    else:  # piped: the lines as they are, not padded to the console's width
+        console.file.write(text)
+        console.file.flush()
+
+
 def print_run(console, run) -> None:
     if run.status == "skip":
         console.print(f"[yellow]skip[/] {escape(run.submission.label)}: {escape(run.reason)}")

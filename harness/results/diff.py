@@ -17,6 +17,7 @@ from rich.table import Table as RichTable
 
 from harness.results import records
 from harness.results.figures import format_us, geomean
+from harness import paths
 from harness.paths import REPO_ROOT, SUBMISSIONS_DIR
 from harness.results.records import case_means, label, shape_label
 
@@ -272,7 +273,17 @@ def source_diff(comparison: Comparison, root: Path = REPO_ROOT) -> tuple[str, li
             raise NothingComparable(f"cannot read {path} for --source: the file is gone or unreadable") from None
         if sub["sha256"] and hashlib.sha256(data).hexdigest() != sub["sha256"]:
             warnings.append(f"{path} changed since it was timed: the diff shows today's file")
-        lines = data.decode("utf-8", errors="replace").splitlines()
-        texts.append((str(path), [line + "\n" for line in lines]))
-    (name_a, lines_a), (name_b, lines_b) = texts
-    return "".join(difflib.unified_diff(lines_a, lines_b, fromfile=name_a, tofile=name_b)), warnings
+        texts.append((str(path), data))
+    return _unified(*texts), warnings
+
+
+def files_diff(a: Path, b: Path, root: Path = REPO_ROOT) -> str:
+    """A unified diff of two files as they are now (for --source when nothing of theirs was timed)."""
+    return _unified(*((paths.shown(path, root), Path(path).read_bytes()) for path in (a, b)))
+
+
+def _unified(a: tuple[str, bytes], b: tuple[str, bytes]) -> str:
+    (name_a, data_a), (name_b, data_b) = a, b
+    lines_a, lines_b = ([line + "\n" for line in data.decode("utf-8", errors="replace").splitlines()]
+                        for data in (data_a, data_b))
+    return "".join(difflib.unified_diff(lines_a, lines_b, fromfile=name_a, tofile=name_b))
