@@ -81,6 +81,8 @@ def fresh_clone(target: Path) -> Path:
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
+    for git in (["init", "-q"], ["add", "-A"]):  # a clone is a git checkout: what reads the file list needs one
+        subprocess.run(["git", *git], cwd=target, capture_output=True, check=True)
     return target
 
 
