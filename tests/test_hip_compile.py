@@ -196,7 +196,9 @@ def test_torch_types_brings_hip_bfloat16_in_through_thrust_complex_as_on_the_run
 
 
 def test_the_report_names_the_hip_header_version(reports, toolchain):
-    version = hip_toolchain.hip_version(toolchain.rocm)
+    version = toolchain.hip_version  # the runtime headers a compile sees first: 7.1 with triton 3.9 installed
     assert re.fullmatch(r"\d+\.\d+\.\d+", version)
     report = reports[("bf16_header.py", "gfx950")]
-    assert any(f"HIP {version} headers" in note for note in report.notes), report.notes
+    assert any(f"HIP {version} " in note for note in report.notes), report.notes
+    if toolchain.newer_hip is not None:
+        assert any(f"HIP {hip_toolchain.hip_version(toolchain.rocm)} headers" in note for note in report.notes)

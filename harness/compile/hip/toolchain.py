@@ -4,6 +4,8 @@ Everything third-party lives in a cache folder, never in the repository (DESIGN 
 - Debian's clang-22 / lld-22 / llvm-22 (apt, bookworm-security): the compiler, linker and objdump;
 - HIP 6.2 headers and ocml/ockl bitcode from PyPI's triton 3.5.1 wheel (downloaded, 3.3 MB extracted,
   the 170 MB wheel deleted; triton >= 3.6 dropped the fp16/bf16/fp8 headers);
+- in front of those, the HIP 7.x runtime headers the installed triton carries (triton 3.9: HIP 7.1.25424, the
+  runner's ROCm 7.1), so only the fp16/bf16/fp8 type headers come from HIP 6.2;
 - the one-constant oclc_*.bc device libraries, an empty opencl.bc and a HIP version file, written here;
 - a c10/hip + ATen/hip overlay made by torch's own hipify from the pip torch's c10/cuda and ATen/cuda,
   plus declaration-only stubs for the few ROCm library headers those include, which include the HIP headers the
@@ -63,11 +65,28 @@ def torch_dir() -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def torch_version() -> str:
+def _version(package: str) -> str:
     try:
-        return importlib.metadata.version("torch")
+        return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+def torch_version() -> str:
+    return _version("torch")
+
+
+def newer_hip_headers() -> Path | None:
+    """The installed triton's HIP headers when they are HIP 7 or newer (its hip/ has no fp16/bf16/fp8 types)."""
+    spec = importlib.util.find_spec("triton")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    include = Path(list(spec.submodule_search_locations)[0]) / "backends" / "amd" / "include"
+    try:
+        major = int(hip_version(include.parent).split(".")[0])
+    except (OSError, AttributeError):
+        return None
+    return include if major >= 7 else None
 
 
 def python_include() -> Path:
@@ -83,6 +102,7 @@ class Toolchain:
     cxxfilt: Path | None
     rocm: Path  # --rocm-path: include/, amdgcn/bitcode/, share/hip/version
     stubs: Path
+    newer_hip: Path | None  # the installed triton's HIP 7.x headers, searched before rocm/include
     overlay: Path  # c10/hip and ATen/hip for this torch version
     shadow: Path  # torch/extension.h without the C++ frontend (see write_shadow_extension)
     torch_include: Path
@@ -94,12 +114,21 @@ class Toolchain:
         """-isystem dirs in the order load_inline's hipcc sees them, our overlay and stubs added."""
         dirs = [self.shadow] if lite_extension else []
         dirs += [self.overlay, self.torch_include, self.torch_include / "torch" / "csrc" / "api" / "include",
-                 self.python_include, self.stubs, self.rocm / "include"]
+                 self.python_include, self.stubs, *filter(None, [self.newer_hip]), self.rocm / "include"]
         return [flag for d in dirs for flag in ("-isystem", str(d))]
 
     @property
     def hip_version(self) -> str:
-        return hip_version(self.rocm)
+        """The version of the HIP runtime headers a compile sees first (hip/hip_version.h)."""
+        return hip_version(self.newer_hip.parent if self.newer_hip else self.rocm)
+
+    def headers_note(self) -> str:
+        """Which HIP headers a compile uses, with their versions and where they came from."""
+        base = f"HIP {hip_version(self.rocm)} headers ({TRITON_WHEEL} wheel)"
+        if self.newer_hip is None:
+            return base
+        return (f"HIP {self.hip_version} runtime headers (the installed triton {_version('triton')}) over {base} "
+                "for the fp16/bf16/fp8 types")
 
 
 def find() -> Toolchain:
@@ -120,7 +149,7 @@ def find() -> Toolchain:
     if not stubs.is_dir():
         write_stubs(stubs)
     return Toolchain(clang=clang, objdump=objdump, cxxfilt=llvm_tool("llvm-cxxfilt"), rocm=root / "rocm",
-                     stubs=stubs, overlay=folder / "overlay", shadow=folder / "shadow",
+                     stubs=stubs, newer_hip=newer_hip_headers(), overlay=folder / "overlay", shadow=folder / "shadow",
                      torch_include=torch / "include", python_include=python_include(),
                      torch_version=torch_version(), cache=root)
 
@@ -224,7 +253,7 @@ def write_device_libraries(rocm: Path, say=print) -> str | None:
 
 
 def hip_version(rocm: Path) -> str:
-    """'6.2.41134': the version of the HIP headers in rocm/include, read from their hip_version.h."""
+    """'6.2.41134': the version of the HIP headers in rocm/include (any folder holding include/hip/hip_version.h)."""
     text = (rocm / "include" / "hip" / "hip_version.h").read_text()
     return ".".join(re.search(rf"#define HIP_VERSION_{k} (\d+)", text).group(1) for k in ("MAJOR", "MINOR", "PATCH"))
 
@@ -382,8 +411,8 @@ def main(argv: list[str]) -> int:
         except ToolchainMissing as error:
             print(f"HIP toolchain: missing: {error}")
             return 1
-        print(f"HIP toolchain: {chain.clang} with HIP {chain.hip_version} headers from {TRITON_WHEEL}, "
-              f"torch {chain.torch_version}, cache {chain.cache}")
+        print(f"HIP toolchain: {chain.clang} with {chain.headers_note()}, torch {chain.torch_version}, "
+              f"cache {chain.cache}")
         return 0
     print("usage: python -m harness.compile.hip.toolchain setup [--strict] | status", file=sys.stderr)
     return 2
