@@ -72,7 +72,7 @@ def test_latest_by_keeps_the_last_finished_record_of_each_key():
 
 def test_two_writers_at_once_leave_every_record_whole(tmp_path):
     path = tmp_path / "ledger.jsonl"
-    writer = ("import sys; from harness import ledger\n"
+    writer = ("import sys; from harness.results import ledger\n"
               "for i in range(40):\n"
               "    ledger.append({'writer': sys.argv[1], 'i': i, 'pad': 'x' * 5000}, sys.argv[2])\n")
     procs = [subprocess.Popen([sys.executable, "-c", writer, name, str(path)]) for name in ("a", "b")]
