@@ -30,9 +30,9 @@ def _width(markup: str) -> int:
 def _needs(column: FitColumn, cells: list[str]) -> int:
     """The columns it takes at the least: a figure its widest cell, text its room (or less, when all is shorter)."""
     widest = max([_width(cell) for cell in cells] + [0])
-    header = max(len(word) for word in column.header.replace("\n", " ").split()) if column.figure is False else \
-        _width(column.header)
-    return max(widest if column.figure else min(widest, column.room), header)
+    if column.figure:  # its header breaks only where it holds "\n"
+        return max(widest, _width(column.header))
+    return max(min(widest, column.room), max(len(word) for word in column.header.split()))
 
 
 def fit(width: int, columns: list[FitColumn], rows: list[list[str]], key: int = 0,
