@@ -15,6 +15,7 @@ from harness.exits import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_PASSED, EXIT_USAGE
 
 device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto",
                              show_default=True, help="cuda means any GPU, ROCm included.")
+all_option = click.option("--all", "run_all", is_flag=True, help="Every submission in submissions/.")
 ledger_option = click.option("--ledger", "ledger_file", type=click.Path(dir_okay=False), default=None,
                              help="Ledger to read (default: $HARNESS_LEDGER or results/ledger.jsonl).")
 
@@ -24,11 +25,21 @@ def mode_option(default=None, choices=MODES, help="Only records of this mode."):
                         help=help)
 
 
-def _existing_ledger(ledger_file):
-    from pathlib import Path
+def _chosen(submissions, run_all) -> None:
+    """Submissions named or --all, the same rule in every command that takes both."""
+    if run_all and submissions:
+        raise click.UsageError("give submissions or --all, not both")
 
-    if ledger_file and not Path(ledger_file).is_file():
-        raise click.UsageError(f"no ledger at {ledger_file}")
+
+def _existing_ledger(ledger_file):
+    """A ledger that is not there is a usage error however it was named (a typo must not read as 'no results')."""
+    from harness import paths
+
+    found = paths.ledger_file(ledger_file)
+    if not found.is_file():
+        named = ("--ledger" if ledger_file else f"${paths.LEDGER_ENV}" if os.environ.get(paths.LEDGER_ENV)
+                 else f"${paths.RESULTS_ENV}" if os.environ.get(paths.RESULTS_ENV) else "the default")
+        raise click.UsageError(f"no ledger at {found} (named by {named})")
 
 
 def _echo_warnings(caught) -> None:
@@ -51,8 +62,9 @@ def main():
               help="Chart to write (default: results/scoreboard.png).")
 @click.option("--include-interpreter", is_flag=True,
               help="Also show times taken through the Triton interpreter on a CPU (they say nothing about a GPU).")
+@click.option("--allow-empty", is_flag=True, help="Replace an existing page even when the ledger gives no table.")
 @reports_errors
-def scoreboard(baseline, ledger_file, output, chart, include_interpreter):
+def scoreboard(baseline, ledger_file, output, chart, include_interpreter, allow_empty):
     """Regenerate scoreboard.md and its chart from the ledger."""
     import warnings
 
@@ -63,8 +75,8 @@ def scoreboard(baseline, ledger_file, output, chart, include_interpreter):
         warnings.simplefilter("always")
         try:
             summary = board.regenerate(ledger_file=ledger_file, output=output, chart=chart, baseline=baseline,
-                                       include_interpreter=include_interpreter)
-        except board.BaselineError as error:
+                                       include_interpreter=include_interpreter, allow_empty=allow_empty)
+        except (board.BaselineError, board.EmptyScoreboard) as error:
             raise click.UsageError(str(error))
         except OSError as error:
             click.echo(f"error: cannot write the scoreboard: {error}", err=True)
@@ -79,9 +91,9 @@ def scoreboard(baseline, ledger_file, output, chart, include_interpreter):
 @click.argument("a")
 @click.argument("b")
 @click.option("--source", is_flag=True, help="Also show a unified diff of the two files.")
-@click.option("--device", default=None, metavar="NAME",
-              help="Compare records from the device whose name contains NAME (default: the newest GPU group "
-                   "holding both).")
+@click.option("--device", default=None, metavar="auto|cuda|cpu|NAME",
+              help="Compare records from there: cuda any GPU, cpu the CPU (as `run --device` means them), or the "
+                   "device whose name contains NAME (default, auto: the newest GPU group holding both).")
 @mode_option()
 @click.option("--include-interpreter", is_flag=True,
               help="Also compare times taken through the Triton interpreter on a CPU (they say nothing about a GPU).")
@@ -97,8 +109,6 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, e
     import json
     import warnings
 
-    from rich.syntax import Syntax
-
     from harness.results import diff as differ
     from harness import display
     from harness.results import estimates, records
@@ -111,31 +121,38 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, e
         raise SystemExit(EXIT_PASSED)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        comparison = differ.compare(records.load(ledger_file), a, b, device=device, mode=mode,
-                                    include_interpreter=include_interpreter)
+        try:
+            comparison = differ.compare(records.load(ledger_file), a, b, device=device, mode=mode,
+                                        include_interpreter=include_interpreter)
+        except differ.NothingComparable as error:
+            if not source or as_json or fail_above is not None:
+                raise
+            comparison = None  # --source still shows what changed between the two files
+            console.print(f"note: no times to compare: {error}", highlight=False)
     _echo_warnings(caught)
     slower = differ.regressions(comparison, fail_above) if fail_above is not None else []
     if as_json:
         click.echo(json.dumps(differ.as_json(comparison, fail_above), indent=2))
-    else:
+    elif comparison is not None:
         console.print(differ.render_table(comparison))
         for line in differ.notes(comparison):
             console.print(f"note: {line}", highlight=False)
         for line in slower:
             console.print(f"regression over {fail_above:g}%: {line}", highlight=False)
     if source:
-        text, file_warnings = differ.source_diff(comparison)
-        for line in file_warnings:
-            console.print(f"warning: {line}", highlight=False)
-        console.print(Syntax(text, "diff") if text else "the two files are identical")
+        from harness import submission as subs
+
+        display.print_source_diff(console, *(differ.source_diff(comparison) if comparison else
+                                             (differ.files_diff(subs.resolve(a).path, subs.resolve(b).path), [])))
     raise SystemExit(EXIT_FAILED if slower else EXIT_PASSED)
 
 
 @main.command()
 @click.argument("submissions", nargs=-1)
+@all_option
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON instead of lines.")
 @reports_errors
-def lint(submissions, as_json):
+def lint(submissions, run_all, as_json):
     """Check submissions against the server's rejection rules and KernelGuard (all of submissions/ by default).
 
     Prints `path:line: RULE error|warning: message`; exits 1 when any finding would get a file rejected.
@@ -147,6 +164,7 @@ def lint(submissions, as_json):
     from harness import paths
     from harness import submission as subs
 
+    _chosen(submissions, run_all)
     files = []
     for arg in submissions or [str(s.path) for s in subs.discover()]:
         try:
@@ -259,7 +277,7 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
 
 @main.command(epilog=EXIT_CODES_HELP)
 @click.argument("submissions", nargs=-1)
-@click.option("--all", "run_all", is_flag=True, help="Run every submission in submissions/.")
+@all_option
 @mode_option(default="test", help="The official eval.py mode.")
 @device_option
 @click.option("--cases", "cases_arg", default=None, metavar="official|small|stress|FILE",
@@ -285,8 +303,7 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     from harness.run import session
     from harness import submission as subs
 
-    if run_all and submissions:
-        raise click.UsageError("give submissions or --all, not both")
+    _chosen(submissions, run_all)
     if not run_all and not submissions:
         raise click.UsageError("name at least one submission (a number like 120 or a path), or pass --all")
     chosen = subs.discover() if run_all else [subs.resolve(arg) for arg in submissions]
@@ -377,11 +394,8 @@ def list_submissions(device):
     console = display.console()
     if not found:
         console.print(f"no submissions in {escape(paths.shown(paths.SUBMISSIONS_DIR))}")
-    elif console.is_terminal:
-        console.print(display.submissions_table(found, here, platforms.can_run))
     else:
-        for line in display.submission_lines(found, here, platforms.can_run):
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        display.print_submissions(console, found, here, platforms.can_run)
 
 
 @main.command()
@@ -439,11 +453,14 @@ def compile_command(submission, target):
     try:
         ledger.append(compiled.record(chosen, target, outcome, platforms.versions(), started, protocol.now_iso()))
     except OSError as error:
-        raise session.ResultsError(f"the compile's record could not be written to the ledger: {error}") from None
+        raise session.ResultsError("the compile's record could not be written to the ledger: "
+                                   f"{ledger.why_unwritten(error)}") from None
+    if outcome.syntax_error:
+        click.echo("{}:{}: SyntaxError: {} (nothing compiled)".format(path.name, *outcome.syntax_error))
     if outcome.hip is not None:
         display.print_hip_report(console, outcome.hip)
     if outcome.triton:
-        console.print(display.compile_table(path.name, target, outcome.triton, aot.TARGETS[target][0] == "hip"))
-    if outcome.hip is None and not outcome.triton:
+        display.print_compile(console, path.name, target, outcome.triton, aot.TARGETS[target][0] == "hip")
+    if outcome.hip is None and not outcome.triton and not outcome.syntax_error:
         click.echo(f"{path.name} has no @triton.jit kernels and no HIP load_inline sources")
     raise SystemExit(EXIT_FAILED if outcome.failed else EXIT_PASSED)

@@ -2,7 +2,9 @@
 
 Pure functions from results to rich renderables or lines; harness/cli.py decides when to print them.
 """
+import io
 import os
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -10,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness import paths
+from harness.fitted_table import FitColumn, fit
 from harness.run import protocol
 from harness.results.figures import format_us, geomean
 
@@ -17,12 +20,31 @@ STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red
 PIPED_WIDTH = 200  # piped, rich assumes 80 columns and cuts table cells; a wide page keeps every column whole
 
 
+class TrimmedLines(io.TextIOBase):
+    """A stream that drops the spaces rich pads each line with up to the console's width (pipes, logs)."""
+
+    def __init__(self, stream):
+        self.stream, self.pending = stream, ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.stream.write(line.rstrip(" ") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.write(self.pending)
+        self.pending = ""
+        self.stream.flush()
+
+
 def console(stderr: bool = False) -> Console:
-    """A rich console (NO_COLOR honoured by rich); piped without $COLUMNS, wide enough that no column is cut."""
+    """A rich console (NO_COLOR honoured by rich); piped without $COLUMNS, wide enough that no column is cut,
+    and without the padding of every line to that width."""
     probe = Console(stderr=stderr)
     if probe.is_terminal or os.environ.get("COLUMNS"):
         return probe
-    return Console(stderr=stderr, width=PIPED_WIDTH)
+    return Console(file=TrimmedLines(sys.stderr if stderr else sys.stdout), width=PIPED_WIDTH)
 
 
 def case_line(label: str, index: int, total: int, result) -> str:
@@ -61,24 +83,24 @@ def case_note(result) -> str:
     return " ".join(part for part in parts if part)
 
 
-def run_table(run) -> Table:
-    """One table per submission: per case status and timings in µs; test mode adds each case's note."""
+def run_table(run, width: int) -> tuple[Table, list[str]]:
+    """One table per submission: per case status and timings in µs; test mode adds each case's note. Narrow, the
+    error column and the notes move below it (status and numbers are never cut)."""
     timed = run.mode in ("benchmark", "leaderboard")
     title = f"{run.submission.label} · {run.mode} · {run.platform.describe()}"
     if timed:
         title += f" · flush {run.flush}"
     if getattr(run, "standin", None):
         title += " · aiter stand-in: correctness only"
-    table = Table(title=title, title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("case (bs×kv seed)", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("rel err (× ref noise)", justify="right", no_wrap=True)
+    columns = [FitColumn("#", figure=True, justify="right"), FitColumn("case\n(bs×kv seed)", room=10),
+               FitColumn("status", figure=True), FitColumn("rel err\n(× ref noise)", figure=True, justify="right",
+                                                           below=1)]
     if timed:
-        for name in ("mean ± err µs", "best µs", "worst µs", "runs"):
-            table.add_column(name, justify="right", no_wrap=True)
+        columns += [FitColumn(name, figure=True, justify="right")
+                    for name in ("mean ± err\nµs", "best\nµs", "worst\nµs", "runs")]
     else:
-        table.add_column("note", overflow="fold")
+        columns.append(FitColumn("note", below=0))
+    rows = []
     for index, result in enumerate(run.results, start=1):
         row = [str(index), short_spec(result.spec), f"[{STATUS_COLOUR.get(result.status, 'white')}]{result.status}[/]",
                error_cell(result.accuracy)]
@@ -88,21 +110,44 @@ def run_table(run) -> Table:
                      format_us(stats.worst), str(stats.runs)] if stats else ["", "", "", ""])
         else:
             row.append(escape(case_note(result)))
-        table.add_row(*row)
+        rows.append(row)
+    table, below = fit(width, columns, rows, title=title, title_justify="left")
     mean = protocol.geomean_ns(run)
     if mean is not None:
         table.caption = f"geometric mean of the means: {format_us(mean)} µs"
         if getattr(run, "standin", None):
             table.caption += " (aiter stand-in: says nothing about MI355X)"
         table.caption_justify = "left"
-    return table
+    return table, below
+
+
+def print_fitted(console, table: Table, below: list[str], indent: str = "") -> None:
+    """A fitted table (harness/fitted_table.py), then the lines of the columns that moved below it."""
+    console.print(table)
+    for line in below:
+        console.print(indent + line, highlight=False)
+
+
+def print_source_diff(console, text: str, warnings: list[str]) -> None:
+    """`diff --source`: a highlighted unified diff on a terminal, the plain lines when piped."""
+    from rich.syntax import Syntax
+
+    for line in warnings:
+        console.print(f"warning: {escape(line)}", highlight=False)
+    if not text:
+        console.print("the two files are identical")
+    elif console.is_terminal:
+        console.print(Syntax(text, "diff"))
+    else:  # piped: the lines as they are, not padded to the console's width
+        console.file.write(text)
+        console.file.flush()
 
 
 def print_run(console, run) -> None:
     if run.status == "skip":
         console.print(f"[yellow]skip[/] {escape(run.submission.label)}: {escape(run.reason)}")
         return
-    console.print(run_table(run))
+    print_fitted(console, *run_table(run, console.width), indent="  ")
     if run.mode in ("benchmark", "leaderboard"):  # timed tables have no room for notes: one line per case below
         for index, result in enumerate(run.results, start=1):
             if case_note(result):
@@ -141,16 +186,21 @@ def submission_lines(found: list, here, can_run) -> list[str]:
     return lines
 
 
-def submissions_table(found: list, here, can_run) -> Table:
-    table = Table(title=f"submissions · this machine: {here.describe()}", title_justify="left")
-    for name in ("#", "file", "needs", "runs here"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("why / how", overflow="fold")
+def print_submissions(console, found: list, here, can_run) -> None:
+    """The submissions list: a table on a terminal (reasons below it when narrow), plain lines when piped."""
+    if not console.is_terminal:
+        for line in submission_lines(found, here, can_run):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return
+    columns = [FitColumn("#", figure=True, justify="right"), FitColumn("file", room=16), FitColumn("needs", room=12),
+               FitColumn("runs\nhere", figure=True), FitColumn("why / how", below=0, room=30)]
+    rows = []
     for sub in found:
         ok, reason = can_run(sub, here)
-        table.add_row(str(sub.number), sub.path.name, needs_here(sub, here),
-                      "[green]yes[/]" if ok else "[yellow]no[/]", escape(reason))
-    return table
+        rows.append([str(sub.number), escape(sub.path.name), escape(needs_here(sub, here)),
+                     "[green]yes[/]" if ok else "[yellow]no[/]", escape(reason)])
+    print_fitted(console, *fit(console.width, columns, rows, title=f"submissions · this machine: {here.describe()}",
+                               title_justify="left"))
 
 
 def machine_table(here) -> Table:
@@ -176,29 +226,32 @@ def reach_table(verdicts: dict) -> Table:
     return reach
 
 
-def compile_table(name: str, target: str, reports: list, amd: bool) -> Table:
-    table = Table(title=f"{name} for {target}", title_justify="left")
-    for column in ("kernel", "variant", "VGPR" if amd else "regs", "AGPR/SGPR" if amd else "", "spills",
-                   "stack B", "LDS B" if amd else "smem B", "occupancy", "matrix instructions"):
-        if column:
-            table.add_column(column, overflow="fold")
+def print_compile(console, name: str, target: str, reports: list, amd: bool) -> None:
+    """Triton kernels compiled ahead of time: resources per kernel variant; narrow, long text moves below."""
+    columns = [FitColumn("kernel", room=16), FitColumn("variant", below=1, room=16),
+               FitColumn("VGPR" if amd else "regs", figure=True, justify="right")]
+    if amd:
+        columns.append(FitColumn("AGPR/\nSGPR", figure=True, justify="right"))
+    columns += [FitColumn(header, figure=True, justify="right") for header in ("spills", "stack\nB",
+                                                                               "LDS B" if amd else "smem\nB")]
+    columns += [FitColumn("occupancy", below=2, room=14), FitColumn("matrix instructions", below=0)]
 
     def num(value):
         return "-" if value is None else str(value)
 
+    rows = []
     for r in reports:
         if r.error:
             style = "yellow" if r.skipped else "red"
-            row = [r.kernel, escape(r.label), f"[{style}]{escape(r.error)}[/]"] + [""] * (5 if amd else 4)
-        else:
-            spills = f"[red]{r.spills}[/]" if r.spills else num(r.spills)
-            row = [r.kernel, escape(r.label), num(r.registers)]
-            if amd:
-                row.append(f"{num(r.agprs)}/{num(r.sgprs)}")
-            row += [spills, num(r.stack_bytes), num(r.shared_bytes), r.occupancy or "-",
-                    ", ".join(r.matrix_instructions) or "[yellow]none[/]"]
-        table.add_row(*row)
-    return table
+            rows.append([r.kernel, escape(r.label)] + [""] * (len(columns) - 3) + [f"[{style}]{escape(r.error)}[/]"])
+            continue
+        row = [r.kernel, escape(r.label), num(r.registers)]
+        if amd:
+            row.append(f"{num(r.agprs)}/{num(r.sgprs)}")
+        row += [f"[red]{r.spills}[/]" if r.spills else num(r.spills), num(r.stack_bytes), num(r.shared_bytes),
+                r.occupancy or "-", ", ".join(r.matrix_instructions) or "[yellow]none[/]"]
+        rows.append(row)
+    print_fitted(console, *fit(console.width, columns, rows, title=f"{name} for {target}", title_justify="left"))
 
 
 def outcome_rows(records: list[dict]) -> list[tuple[str, str, str, str, str, str]]:
@@ -230,19 +283,23 @@ def score_lines(records: list[dict]) -> list[str]:
     return lines
 
 
-def hip_table(report) -> Table:
+def hip_table(report, width: int) -> tuple[Table, list[str]]:
     """One row per HIP kernel: registers, spills, LDS, occupancy, MFMA count and the fewest wait states after one."""
-    table = Table(title=f"{Path(report.path).name} for {report.target} (HIP, compiled, not run)", title_justify="left")
-    for column in ("kernel", "VGPR", "AGPR/SGPR", "spills", "scratch B", "LDS B", "occupancy", "MFMA",
-                   "fewest wait states after an MFMA", "matrix instructions"):
-        table.add_column(column, overflow="fold")
+    columns = [FitColumn("kernel", room=16)]
+    columns += [FitColumn(header, figure=True, justify="right")
+                for header in ("VGPR", "AGPR/\nSGPR", "spills", "scratch\nB", "LDS B")]
+    columns += [FitColumn("occupancy", below=2, room=14), FitColumn("MFMA", figure=True, justify="right"),
+                FitColumn("fewest wait\nstates after\nan MFMA", figure=True, justify="right", below=1),
+                FitColumn("matrix instructions", below=0)]
+    rows = []
     for k in report.kernels:
         spills = f"[red]{k.spills}[/]" if k.spills else str(k.spills)
-        table.add_row(escape(k.label), str(k.registers), f"{k.agprs}/{k.sgprs}", spills, str(k.stack_bytes),
-                      str(k.shared_bytes), k.occupancy or "-", str(k.mfma_count),
-                      "-" if k.min_mfma_wait is None else str(k.min_mfma_wait),
-                      ", ".join(k.matrix_instructions) or "none")
-    return table
+        rows.append([escape(k.label), str(k.registers), f"{k.agprs}/{k.sgprs}", spills, str(k.stack_bytes),
+                     str(k.shared_bytes), k.occupancy or "-", str(k.mfma_count),
+                     "-" if k.min_mfma_wait is None else str(k.min_mfma_wait),
+                     ", ".join(k.matrix_instructions) or "none"])
+    return fit(width, columns, rows, title=f"{Path(report.path).name} for {report.target} (HIP, compiled, not run)",
+               title_justify="left")
 
 
 def print_hip_report(console, report) -> None:
@@ -251,7 +308,7 @@ def print_hip_report(console, report) -> None:
     console.print(f"[bold]{escape(Path(report.path).name)} for {report.target}:[/] [{colour}]{report.verdict}[/] "
                   f"{escape(report.summary)} [dim]({report.seconds:.1f} s, precompiled header {report.pch or 'none'})[/]")
     if report.kernels:
-        console.print(hip_table(report))
+        print_fitted(console, *hip_table(report, console.width))
     for finding in report.findings:
         console.print(f"[yellow]{escape(finding.format(Path(report.path).name))}[/]")
     if report.blocking and report.diagnostics:

@@ -15,6 +15,7 @@ EXIT_FAILED = 1       # a submission failed (or a send/gate refused)
 EXIT_USAGE = 2        # bad arguments or input, or results that cannot be written
 EXIT_BUG = 3          # a harness bug: one line, HARNESS_DEBUG=1 shows the traceback
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 EXIT_CODES_HELP = ("Exit codes: 0 all passed, 1 a submission failed, 2 usage or input error (a result that cannot "
                    "be written included), 3 harness bug, 130 interrupted.")
 
@@ -42,6 +43,9 @@ def reports_errors(command):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             raise SystemExit(EXIT_INTERRUPTED)
+        except BrokenPipeError:  # the reader (head, less) stopped reading: stop quietly, as a shell tool does
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise SystemExit(EXIT_BROKEN_PIPE)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
         except Exception as error:

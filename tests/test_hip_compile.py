@@ -178,3 +178,27 @@ def test_the_compile_command_reports_hip_files_and_says_what_is_missing(tmp_path
     assert missing.exit_code == 2 and len(missing.output.strip().splitlines()) == 1
     assert missing.output.startswith("error: ") and "make setup" in missing.output
 
+
+
+def test_torch_types_brings_hip_bfloat16_in_through_thrust_complex_as_on_the_runner(toolchain, tmp_path):
+    """On the runner (torch 2.10, ROCm 7.x) torch/types.h reaches hip/hip_bfloat16.h through rocThrust's
+    thrust/complex.h and rocPRIM's config.hpp; the toolchain's stand-in for thrust/complex.h keeps that chain."""
+    import subprocess
+
+    unit = tmp_path / "unit.hip"
+    unit.write_text("#include <torch/types.h>\n")
+    command = hip_build.base_command(toolchain, "gfx950", True) + ["-std=c++20", "-E", "-H", "-o", os.devnull,
+                                                                   str(unit)]
+    trace = subprocess.run(command, capture_output=True, text=True, timeout=600).stderr.splitlines()
+    included = [line.lstrip(". ") for line in trace if line.startswith(".")]
+    thrust = next(i for i, path in enumerate(included) if path.endswith("thrust/complex.h"))
+    assert any(path.endswith("hip/hip_bfloat16.h") for path in included[thrust:]), included[thrust:thrust + 5]
+
+
+def test_the_report_names_the_hip_header_version(reports, toolchain):
+    version = toolchain.hip_version  # the runtime headers a compile sees first: 7.1 with triton 3.9 installed
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version)
+    report = reports[("bf16_header.py", "gfx950")]
+    assert any(f"HIP {version} " in note for note in report.notes), report.notes
+    if toolchain.newer_hip is not None:
+        assert any(f"HIP {hip_toolchain.hip_version(toolchain.rocm)} headers" in note for note in report.notes)

@@ -1,7 +1,10 @@
-"""README's "The main job" examples run on a fresh clone, on the CPU, with the exit codes a user should see.
+"""Every command of every README in the repository runs on a fresh clone, on the CPU, with the exit code a user
+should see; a command that cannot run here says so in the README itself ("needs a GPU", "needs MI355X").
 
-The clone is a copy of every file git tracks or would track (what a clone of this commit holds, the tracked
-ledger with its GPU results included); the commands run there with their results in the copy's results/.
+Commands are the lines of the READMEs' ```bash blocks; a concrete `harness ...` / `make ...` written inline in the
+prose must also stand in a block of its README, so none escapes. The clone is a copy of every file git tracks or
+would track (what a clone of this commit holds, the tracked ledger with its GPU results included); the commands run
+there in README order, with their results in the copy's results/.
 """
 import os
 import re
@@ -11,20 +14,63 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-EXPECTED_EXIT = {  # what each example must end with on a CPU-only machine
+NEEDS = re.compile(r"#.*\bneeds (a GPU|MI355X)\b")
+# What each command must end with on a CPU-only machine; the keys are exactly the READMEs' unmarked commands.
+EXPECTED_EXIT = {
+    "make setup": 0,                                 # idempotent: the set-up venv and the HIP toolchain are there
+    "make test": 0,                                  # run with one quick test selected (PYTEST_ADDOPTS below)
     "make run": 0,                                   # skips HIP files with the reason, aiter ones on the stand-in
     "harness run 120": 0,                            # HIP: skipped with the reason
     "harness run --all --mode test": 0,
     "harness run 200 --mode leaderboard --flush fast": 0,
     "harness diff 119 200": 0,                       # the tracked ledger's H200 results; the CPU ones are left out
+    "harness run tests/samples/reference_call.py": 0,
+    "harness list": 0,
+    "harness doctor": 0,
     "make submit N=120 DRY_RUN=1": 0,                # the gate's verdict and the command, nothing sent
+    "harness diff 013 014 --source": 0,              # no times of either: the code change alone, said so
+    "harness diff 119 120 --source": 0,
+    "harness compile 13": 0,
+    "harness compile 120": 0,
 }
+PLACEHOLDER = re.compile(r"[\[\]|~]|\.\.\.|NNN|\s[A-Z]+(?![=\w])")  # N, A B, [..], a|b, ~/..., N=...
 
 
-def main_job_examples() -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"## The main job\n+```bash\n(.*?)```", text, re.S).group(1)
-    return [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+def readmes() -> list[Path]:
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout.split()
+    return sorted(REPO / name for name in listed if Path(name).name == "README.md")
+
+
+def block_commands(text: str) -> list[tuple[str, str | None]]:
+    """(command, what it needs or None) for every line of the text's ```bash blocks, in order."""
+    found = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            if line.split("#")[0].strip():
+                needs = NEEDS.search(line)
+                found.append((line.split("#")[0].strip(), needs.group(1) if needs else None))
+    return found
+
+
+def inline_commands(text: str) -> list[str]:
+    """Concrete `harness X ARG...` / `make X ARG...` written in the prose (a bare `harness run` names the command;
+    templates with N, [..], | are left out)."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    return [c for c in re.findall(r"`((?:harness|make) [^`\s]+ [^`]+)`", prose) if not PLACEHOLDER.search(" " + c)]
+
+
+def test_every_readme_command_is_checked_or_marked():
+    unmarked = []
+    for readme in readmes():
+        text = readme.read_text(encoding="utf-8")
+        blocks = block_commands(text)
+        in_blocks = {command for command, _ in blocks}
+        assert not [c for c in inline_commands(text) if c not in in_blocks], \
+            f"{readme.relative_to(REPO)}: commands in the prose that no block runs or marks"
+        unmarked += [command for command, needs in blocks if needs is None]
+    assert sorted(unmarked) == sorted(EXPECTED_EXIT)
+    assert {path.relative_to(REPO).as_posix() for path in readmes()} >= {"README.md", "submissions/README.md"}
 
 
 def fresh_clone(target: Path) -> Path:
@@ -35,29 +81,36 @@ def fresh_clone(target: Path) -> Path:
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
+    for git in (["init", "-q"], ["add", "-A"]):  # a clone is a git checkout: what reads the file list needs one
+        subprocess.run(["git", *git], cwd=target, capture_output=True, check=True)
     return target
 
 
-def test_the_readme_examples_are_the_ones_checked():
-    assert sorted(main_job_examples()) == sorted(EXPECTED_EXIT)
-
-
-def test_the_readme_examples_run_on_a_fresh_clone(tmp_path, monkeypatch):
+def test_the_readme_commands_run_on_a_fresh_clone(tmp_path, monkeypatch):
     clone = fresh_clone(tmp_path / "clone")
     monkeypatch.delenv("HARNESS_RESULTS")  # the clone's own results/, as a user's would be
     bin_dir = Path(sys.executable).parent
     env = {**os.environ, "PYTHONPATH": str(clone), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "HOME": str(tmp_path / "home")}
+           "HOME": str(tmp_path / "home"),
+           "PYTEST_ADDOPTS": "-k test_every_readme_command_is_checked_or_marked"}  # `make test`: one quick test
     (clone / ".venv").symlink_to(bin_dir.parent)  # the set-up venv; `-o` below keeps make from re-installing it
     outputs = {}
-    for command in main_job_examples():
-        words = command.split()
-        if words[0] == "make":
-            words = ["make", "-s", "-o", ".venv/.installed", *words[1:]]
-        done = subprocess.run(words, cwd=clone, env=env, capture_output=True, text=True, timeout=1800)
-        outputs[command] = done.stdout + done.stderr
-        assert done.returncode == EXPECTED_EXIT[command], f"{command}:\n{outputs[command][-3000:]}"
+    for readme in readmes():
+        for command, needs in block_commands(readme.read_text(encoding="utf-8")):
+            if needs is not None:
+                continue
+            words = command.split()
+            if words[0] == "make":
+                words = ["make", "-s", "-o", ".venv/.installed", *words[1:]]
+            done = subprocess.run(words, cwd=clone, env=env, capture_output=True, text=True, timeout=1800)
+            outputs[command] = done.stdout + done.stderr
+            assert done.returncode == EXPECTED_EXIT[command], f"{command}:\n{outputs[command][-3000:]}"
     assert "compared on NVIDIA H200" in outputs["harness diff 119 200"]
     assert "Triton interpreter" in outputs["make run"]  # it says what it did not time
     assert "gate verdict" in outputs["make submit N=120 DRY_RUN=1"]
     assert "nothing sent" in outputs["make submit N=120 DRY_RUN=1"]
+    for pair in ("013 014", "119 120"):
+        shown = outputs[f"harness diff {pair} --source"]
+        assert "no times to compare" in shown and "+++ submissions/" in shown
+    assert "1 passed" in outputs["make test"]
+    assert "v_mfma_f32_16x16x128_f8f6f4" in outputs["harness compile 120"]

@@ -1,6 +1,7 @@
 """Ahead-of-time compiles of a submission, whatever its kernels are written in: Triton (harness/compile/aot.py, for
 gfx950 / gfx942 / sm90) and HIP load_inline sources (harness/compile/hip/compile.py, gfx950 / gfx942). The CLI's
 `compile` and the submit gate both ask here, so both see the same verdict."""
+import ast
 import dataclasses
 from pathlib import Path
 
@@ -23,11 +24,13 @@ class ToolchainMissing(CompileError):
 class Compiled:
     triton: list  # aot.KernelReport per kernel variant
     hip: hip_compile.HipCompileReport | None  # None when the file builds no HIP
+    syntax_error: tuple[int, str] | None = None  # (line, message) when the Python file does not parse
 
     @property
     def failed(self) -> bool:
-        """A kernel did not compile (a skipped Triton variant is not a failure)."""
-        return any(r.error and not r.skipped for r in self.triton) or bool(self.hip and self.hip.blocking)
+        """A kernel did not compile, or the file itself did not parse (a skipped Triton variant is not a failure)."""
+        return (bool(self.syntax_error) or any(r.error and not r.skipped for r in self.triton)
+                or bool(self.hip and self.hip.blocking))
 
 
 def record(submission, target: str, outcome: Compiled, versions: dict, started: str, finished: str) -> dict:
@@ -35,6 +38,8 @@ def record(submission, target: str, outcome: Compiled, versions: dict, started: 
     failed = [r for r in outcome.triton if r.error and not r.skipped]
     reason = outcome.hip.summary if outcome.hip is not None else (
         f"{failed[0].kernel}: {failed[0].error}" if failed else f"{len(outcome.triton)} Triton kernel variant(s)")
+    if outcome.syntax_error:
+        reason = "SyntaxError at line {}: {}".format(*outcome.syntax_error)
     return records.new_record(
         source="local", submission=records.submission_info(submission),
         mode="compile", cases="-", flush="none",
@@ -46,6 +51,10 @@ def record(submission, target: str, outcome: Compiled, versions: dict, started: 
 def compile_submission(path: Path, target: str) -> Compiled:
     """Compile every kernel of the file for `target`; CompileError when this machine cannot try."""
     text = Path(path).read_text(encoding="utf-8", errors="replace")
+    try:
+        ast.parse(text, filename=str(path))
+    except SyntaxError as error:  # the user's file: a failed compile at its line, like a kernel that does not build
+        return Compiled(triton=[], hip=None, syntax_error=(error.lineno or 1, error.msg))
     builds_hip = bool(hip_source.find_builds(text))
     hip = None
     if builds_hip:

@@ -17,6 +17,7 @@ from rich.table import Table as RichTable
 
 from harness.results import records
 from harness.results.figures import format_us, geomean
+from harness import paths
 from harness.paths import REPO_ROOT, SUBMISSIONS_DIR
 from harness.results.records import case_means, label, shape_label
 
@@ -98,20 +99,30 @@ def on_real_device(record: dict) -> bool:
     return record["device"]["backend"] != "cpu" and records.real_timings(record)
 
 
+def _on_device(record: dict, device: str) -> bool:
+    """--device as `run` means its words (cuda: any local GPU, ROCm included; cpu: the CPU), else a name match."""
+    backend = record["device"]["backend"]
+    if device in ("cuda", "cpu"):
+        return backend in ("cuda", "rocm") if device == "cuda" else backend == "cpu"
+    return device.lower() in record["device"]["name"].lower()
+
+
 def _comparable(record: dict, device: str | None, mode: str | None, include_interpreter: bool) -> bool:
     """May this record be compared under the user's --device / --mode / --include-interpreter?"""
     if mode is not None and record["mode"] != mode:
         return False
-    matches_device = device is None or device.lower() in record["device"]["name"].lower()
     if record.get("standin"):  # the aiter stand-in's times say nothing about MI355X: never compared
         return False
+    matches_device = device is None or _on_device(record, device)
     if record["interpreter"]:
         return include_interpreter and matches_device
     return matches_device if device is not None else on_real_device(record)
 
 
-def _why_nothing(timed: list, a: str, b: str, device: str | None, mode: str | None) -> str:
+def _why_nothing(timed_a: list, timed_b: list, a: str, b: str, device: str | None, mode: str | None,
+                 include_interpreter: bool) -> str:
     """Why the timed records the two have do not make a comparison, in one line."""
+    timed = timed_a + timed_b
     if timed and all(record.get("standin") for record in timed):
         return (f"no real timings of '{a}' and '{b}' to compare: they ran on the aiter stand-in (correctness only), "
                 "whose times say nothing about MI355X")
@@ -123,19 +134,35 @@ def _why_nothing(timed: list, a: str, b: str, device: str | None, mode: str | No
         return (f"'{a}' and '{b}' have only CPU timings, which say little about the GPU they are written for; "
                 "pass --device cpu to compare those anyway")
     where = (f" on a device matching '{device}'" if device else " on a GPU") + (f" in {mode} mode" if mode else "")
+    for text, side in ((a, timed_a), (b, timed_b)):
+        there = [record for record in side if _comparable(record, device, mode, True)]
+        if not include_interpreter and there and all(record["interpreter"] for record in there):
+            return (f"'{text}' was timed{where} only through the Triton interpreter (TRITON_INTERPRET=1), whose "
+                    "times say nothing about a GPU and are left out; pass --include-interpreter to compare them")
     return (f"'{a}' and '{b}' have no timed shapes in common on the same device, mode and cases{where}; "
             f"run both there first (harness run {a} {b} --mode benchmark)")
+
+
+def _unknown(ref: SubmissionRef, everything: list[dict]) -> str:
+    """Why a side has no timed result: a number nothing knows is worded as `harness run` words it."""
+    numbered_files = (NUMBERED_NAME.match(p.name) for p in SUBMISSIONS_DIR.glob("*.py"))
+    known = ({int(m.group(1)) for m in numbered_files if m} | {r["submission"]["number"] for r in everything
+                                                               if r["submission"]["numbered"]})
+    if ref.number is not None and ref.number not in known:
+        return f"no submission numbered {ref.number} in {SUBMISSIONS_DIR} or in the ledger"
+    return f"no timed result of submission '{ref.text}' in the ledger"
 
 
 def compare(everything: list[dict], a: str, b: str, *, device: str | None = None, mode: str | None = None,
             include_interpreter: bool = False) -> Comparison:
     """B against A on their most recent comparable records (harness/results/records.py); NothingComparable when none."""
     ref_a, ref_b = parse_ref(a), parse_ref(b)
+    device = None if device == "auto" else device
     timed = {}
     for ref in (ref_a, ref_b):
         timed[ref] = [record for record in everything if ref.matches(record) and case_means(record)]
         if not timed[ref]:
-            raise NothingComparable(f"no timed result of submission '{ref.text}' in the ledger")
+            raise NothingComparable(_unknown(ref, everything))
     latest_a, latest_b = ({group: record for group, record in records.latest_by(
         [r for r in timed[ref] if _comparable(r, device, mode, include_interpreter)], records.group_key).items()}
         for ref in (ref_a, ref_b))
@@ -146,7 +173,7 @@ def compare(everything: list[dict], a: str, b: str, *, device: str | None = None
             stamps = sorted((rec_a["finished"], rec_b["finished"]))
             candidates.append((stamps[1], stamps[0], group))
     if not candidates:
-        raise NothingComparable(_why_nothing(timed[ref_a] + timed[ref_b], a, b, device, mode))
+        raise NothingComparable(_why_nothing(timed[ref_a], timed[ref_b], a, b, device, mode, include_interpreter))
     *_, group = max(candidates)
     rec_a, rec_b = latest_a[group], latest_b[group]
     means_a, means_b = case_means(rec_a), case_means(rec_b)
@@ -252,7 +279,17 @@ def source_diff(comparison: Comparison, root: Path = REPO_ROOT) -> tuple[str, li
             raise NothingComparable(f"cannot read {path} for --source: the file is gone or unreadable") from None
         if sub["sha256"] and hashlib.sha256(data).hexdigest() != sub["sha256"]:
             warnings.append(f"{path} changed since it was timed: the diff shows today's file")
-        lines = data.decode("utf-8", errors="replace").splitlines()
-        texts.append((str(path), [line + "\n" for line in lines]))
-    (name_a, lines_a), (name_b, lines_b) = texts
-    return "".join(difflib.unified_diff(lines_a, lines_b, fromfile=name_a, tofile=name_b)), warnings
+        texts.append((str(path), data))
+    return _unified(*texts), warnings
+
+
+def files_diff(a: Path, b: Path, root: Path = REPO_ROOT) -> str:
+    """A unified diff of two files as they are now (for --source when nothing of theirs was timed)."""
+    return _unified(*((paths.shown(path, root), Path(path).read_bytes()) for path in (a, b)))
+
+
+def _unified(a: tuple[str, bytes], b: tuple[str, bytes]) -> str:
+    (name_a, data_a), (name_b, data_b) = a, b
+    lines_a, lines_b = ([line + "\n" for line in data.decode("utf-8", errors="replace").splitlines()]
+                        for data in (data_a, data_b))
+    return "".join(difflib.unified_diff(lines_a, lines_b, fromfile=name_a, tofile=name_b))

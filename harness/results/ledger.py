@@ -6,6 +6,7 @@ last line, which readers skip with a warning. Only the parent process writes her
 submission's worker), so a crashing submission cannot tear a record. The record's shape is
 harness/results/records.py's; this module only moves lines (the remote sent log uses it too).
 """
+import errno
 import fcntl
 import json
 import os
@@ -41,6 +42,18 @@ def append(record: dict, path: str | os.PathLike | None = None) -> None:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def why_unwritten(error: OSError) -> str:
+    """What stopped a write, in words a user can act on (a full disk is not a permissions problem)."""
+    said = error.strerror or str(error)
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"no space left on the device ({said}); free some space and run it again"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return f"permission denied ({said}); fix the file's permissions and run it again"
+    if error.errno == errno.EROFS:
+        return f"the file system is read-only ({said}); point $HARNESS_LEDGER or $HARNESS_RESULTS elsewhere"
+    return said
 
 
 def _last_byte(path) -> bytes:

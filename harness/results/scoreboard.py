@@ -427,14 +427,21 @@ class Summary:
     records: int
 
 
+class EmptyScoreboard(ValueError):
+    """The ledger gives no table and a page is already there; the message says how to replace it anyway."""
+
+
 def regenerate(*, ledger_file=None, output=None, chart=None, baseline: int | None = None,
                include_interpreter: bool = False, now: datetime | None = None,
-               root: Path = paths.REPO_ROOT) -> Summary:
+               root: Path = paths.REPO_ROOT, allow_empty: bool = False) -> Summary:
     """Read the ledger, write the markdown page and the chart, and say what was written."""
     source = paths.ledger_file(ledger_file)
     everything = records.load(source, root)
     tables = build_tables(everything, baseline=baseline, include_interpreter=include_interpreter)
     output = Path(output or paths.SCOREBOARD_PAGE)
+    if not tables and output.exists() and not allow_empty:  # a wrong ledger must not wipe the standings
+        raise EmptyScoreboard(f"{paths.shown(source, root)} gives no table ({len(everything)} records): "
+                              f"{paths.shown(output, root)} is kept; pass --allow-empty to replace it anyway")
     drawn = draw_chart(tables, Path(chart or paths.scoreboard_chart()))
     page = render_markdown(tables, ledger_file=paths.shown(source, root), record_count=len(everything),
                            generated=now or datetime.now(timezone.utc),

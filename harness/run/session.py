@@ -110,7 +110,7 @@ def evaluate_and_record(submission: Submission, settings: Settings, progress=pro
     except OSError as error:
         return Outcome(run, record, ResultsError(
             f"{submission.label}: its result could not be written to {paths.shown(paths.ledger_file())} "
-            f"({error.strerror or error}), so it is lost; fix the file's permissions and run it again"))
+            f"({ledger.why_unwritten(error)}), so it is lost"))
     return Outcome(run, record, None)
 
 

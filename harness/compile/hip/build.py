@@ -128,7 +128,7 @@ def precompiled_header(chain, target: str, keyed: list[str], lite: bool, rebuild
     """(the PCH for this arch and these parsing flags, whether it was built now)."""
     # The header records the paths it was built from: another venv's torch (a CI clone's) needs its own.
     identity = json.dumps([target, keyed, lite, hip_toolchain.RECIPE, chain.torch_version, str(chain.clang),
-                           str(chain.torch_include)])
+                           str(chain.torch_include), str(chain.stubs), str(chain.newer_hip), chain.hip_version])
     name = f"{target}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
     folder = chain.cache / "pch"
     pch = folder / f"{name}.pch"

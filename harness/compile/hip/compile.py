@@ -27,8 +27,8 @@ from harness.compile.aot import KernelReport
 from harness.checks.findings import Finding
 
 TARGETS = ("gfx950", "gfx942")
-NOTE = ("upstream LLVM 22 with HIP 6.2 headers (triton 3.5.1 wheel) and this machine's torch headers, "
-        "not the runner's ROCm compiler: the figures are indicative")
+NOTE = ("upstream LLVM 22 with {headers} (the runner has ROCm 7.1) and this machine's torch headers, not the "
+        "runner's ROCm compiler: the figures are indicative")
 _REMARK = re.compile(r"^[^\n]*?:(\d+):\d+: remark:\s+([^:\n]+?):\s+(\S+) \[-Rpass-analysis=kernel-resource-usage\]",
                      re.MULTILINE)
 _LDS_OVERFLOW = re.compile(r"local memory \((\d+)\) exceeds limit \((\d+)\)")  # 163840 bytes on gfx950
@@ -213,7 +213,7 @@ def compile_file(path: str | Path, target: str = "gfx950", use_pch: bool = True)
     except hip_toolchain.ToolchainMissing as error:
         report.verdict, report.summary = "toolchain_missing", str(error)
         return report
-    report.notes.append(NOTE)
+    report.notes.append(NOTE.format(headers=chain.headers_note()))
     for build in builds:
         for line, why in build.problems:
             report.findings.append(Finding("HIP_SOURCE_UNREADABLE", line, f"{build.name}: {why}", False))

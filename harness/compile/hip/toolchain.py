@@ -4,15 +4,19 @@ Everything third-party lives in a cache folder, never in the repository (DESIGN 
 - Debian's clang-22 / lld-22 / llvm-22 (apt, bookworm-security): the compiler, linker and objdump;
 - HIP 6.2 headers and ocml/ockl bitcode from PyPI's triton 3.5.1 wheel (downloaded, 3.3 MB extracted,
   the 170 MB wheel deleted; triton >= 3.6 dropped the fp16/bf16/fp8 headers);
+- in front of those, the HIP 7.x runtime headers the installed triton carries (triton 3.9: HIP 7.1.25424, the
+  runner's ROCm 7.1), so only the fp16/bf16/fp8 type headers come from HIP 6.2;
 - the one-constant oclc_*.bc device libraries, an empty opencl.bc and a HIP version file, written here;
 - a c10/hip + ATen/hip overlay made by torch's own hipify from the pip torch's c10/cuda and ATen/cuda,
-  plus declaration-only stubs for the few ROCm library headers those include.
+  plus declaration-only stubs for the few ROCm library headers those include, which include the HIP headers the
+  real ones include (so a type the runner's headers bring in, hip_bfloat16, is there too).
 
 `python -m harness.compile.hip.toolchain setup` makes it (idempotent); `status` says what is there.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -61,11 +65,28 @@ def torch_dir() -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def torch_version() -> str:
+def _version(package: str) -> str:
     try:
-        return importlib.metadata.version("torch")
+        return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+def torch_version() -> str:
+    return _version("torch")
+
+
+def newer_hip_headers() -> Path | None:
+    """The installed triton's HIP headers when they are HIP 7 or newer (its hip/ has no fp16/bf16/fp8 types)."""
+    spec = importlib.util.find_spec("triton")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    include = Path(list(spec.submodule_search_locations)[0]) / "backends" / "amd" / "include"
+    try:
+        major = int(hip_version(include.parent).split(".")[0])
+    except (OSError, AttributeError):
+        return None
+    return include if major >= 7 else None
 
 
 def python_include() -> Path:
@@ -81,6 +102,7 @@ class Toolchain:
     cxxfilt: Path | None
     rocm: Path  # --rocm-path: include/, amdgcn/bitcode/, share/hip/version
     stubs: Path
+    newer_hip: Path | None  # the installed triton's HIP 7.x headers, searched before rocm/include
     overlay: Path  # c10/hip and ATen/hip for this torch version
     shadow: Path  # torch/extension.h without the C++ frontend (see write_shadow_extension)
     torch_include: Path
@@ -92,8 +114,21 @@ class Toolchain:
         """-isystem dirs in the order load_inline's hipcc sees them, our overlay and stubs added."""
         dirs = [self.shadow] if lite_extension else []
         dirs += [self.overlay, self.torch_include, self.torch_include / "torch" / "csrc" / "api" / "include",
-                 self.python_include, self.stubs, self.rocm / "include"]
+                 self.python_include, self.stubs, *filter(None, [self.newer_hip]), self.rocm / "include"]
         return [flag for d in dirs for flag in ("-isystem", str(d))]
+
+    @property
+    def hip_version(self) -> str:
+        """The version of the HIP runtime headers a compile sees first (hip/hip_version.h)."""
+        return hip_version(self.newer_hip.parent if self.newer_hip else self.rocm)
+
+    def headers_note(self) -> str:
+        """Which HIP headers a compile uses, with their versions and where they came from."""
+        base = f"HIP {hip_version(self.rocm)} headers ({TRITON_WHEEL} wheel)"
+        if self.newer_hip is None:
+            return base
+        return (f"HIP {self.hip_version} runtime headers (the installed triton {_version('triton')}) over {base} "
+                "for the fp16/bf16/fp8 types")
 
 
 def find() -> Toolchain:
@@ -110,8 +145,11 @@ def find() -> Toolchain:
     folder = root / f"torch-{torch_version()}"
     if not (folder / f".complete-{RECIPE}").is_file():
         build_overlay(torch, folder)
+    stubs = stubs_dir(root)
+    if not stubs.is_dir():
+        write_stubs(stubs)
     return Toolchain(clang=clang, objdump=objdump, cxxfilt=llvm_tool("llvm-cxxfilt"), rocm=root / "rocm",
-                     stubs=root / "stubs", overlay=folder / "overlay", shadow=folder / "shadow",
+                     stubs=stubs, newer_hip=newer_hip_headers(), overlay=folder / "overlay", shadow=folder / "shadow",
                      torch_include=torch / "include", python_include=python_include(),
                      torch_version=torch_version(), cache=root)
 
@@ -207,18 +245,37 @@ def write_device_libraries(rocm: Path, say=print) -> str | None:
                                     capture_output=True, text=True)
             if result.returncode != 0:
                 return f"device libraries: llvm-as failed on {stem}.ll: {result.stderr.strip()[:200]}"
-    version = (rocm / "include" / "hip" / "hip_version.h").read_text()
-    parts = {k: re.search(rf"#define HIP_VERSION_{k} (\d+)", version).group(1) for k in ("MAJOR", "MINOR", "PATCH")}
+    parts = dict(zip(("MAJOR", "MINOR", "PATCH"), hip_version(rocm).split(".")))
     # Without this file clang assumes HIP 3.5 and leaves out its HIP runtime wrapper (math functions).
     (rocm / "share" / "hip").mkdir(parents=True, exist_ok=True)
     (rocm / "share" / "hip" / "version").write_text("".join(f"HIP_VERSION_{k}={v}\n" for k, v in parts.items()))
     return None
 
 
-# Declaration-only stand-ins for headers the hipified torch headers include but device code never uses.
+def hip_version(rocm: Path) -> str:
+    """'6.2.41134': the version of the HIP headers in rocm/include (any folder holding include/hip/hip_version.h)."""
+    text = (rocm / "include" / "hip" / "hip_version.h").read_text()
+    return ".".join(re.search(rf"#define HIP_VERSION_{k} (\d+)", text).group(1) for k in ("MAJOR", "MINOR", "PATCH"))
+
+
+# Declaration-only stand-ins for headers the hipified torch headers include but device code never uses. Each first
+# includes the HIP headers the real ROCm header includes, so the types they bring in are there as on the runner:
+# - rocThrust's thrust/complex.h -> thrust/detail/type_traits.h -> rocprim/type_traits.hpp -> rocprim/config.hpp,
+#   which includes hip/hip_bfloat16.h, hip/hip_fp16.h, hip/hip_runtime.h (ROCm/rocm-libraries
+#   projects/rocprim/rocprim/include/rocprim/config.hpp at 027c8b37b4231cae2f318f2776526865e848e291; the chain from
+#   torch's headeronly/util/complex.h through it is in a ROCm 7.0.0 build log quoted in ROCm/rccl pull request 2107);
+# - hipblaslt/hipblaslt.h includes hip/hip_bfloat16.h, hip_complex.h, hip_runtime.h, hip_runtime_api.h, hip_version.h
+#   (ROCm/rocm-libraries projects/hipblaslt/library/include/hipblaslt/hipblaslt.h at
+#   006d2e0ffee296bb4b0b5af671a69866880e17fc);
+# - hipblas/hipblas.h includes hip/hip_complex.h, hip_runtime_api.h, library_types.h (projects/hipblas/library/
+#   include/hipblas.h at 07f33d227e742e69cc7e90b42a13a6de5c695a68; hip_bfloat16.h only with HIPBLAS_USE_HIP_BFLOAT16).
+# torch's ATen/hip/HIPContextLight.h includes the last two.
 _STUBS = {
     "thrust/complex.h": """// c10::complex converts to and from thrust::complex; declarations are all it needs.
 #pragma once
+#include <hip/hip_bfloat16.h>
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
 namespace thrust {
 template <typename T> struct complex {
   __host__ __device__ complex(const T& re = T(), const T& im = T());
@@ -234,14 +291,23 @@ template <typename T, typename U> __host__ __device__ complex<U> pow(const T& a,
 """ + "".join(f"template <typename T> __host__ __device__ complex<T> {name}(const complex<T>& z);\n"
               for name in ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
                            "cosh", "tanh", "asinh", "acosh", "atanh", "proj")) + "}  // namespace thrust\n",
-    "hipblas/hipblas.h": "#pragma once\ntypedef struct hipblasContext* hipblasHandle_t;\n"
+    "hipblas/hipblas.h": "#pragma once\n#include <hip/hip_complex.h>\n#include <hip/hip_runtime_api.h>\n"
+                         "#include <hip/library_types.h>\ntypedef struct hipblasContext* hipblasHandle_t;\n"
                          "typedef enum { HIPBLAS_STATUS_SUCCESS = 0 } hipblasStatus_t;\n",
     "hipsparse/hipsparse.h": "#pragma once\ntypedef struct hipsparseContext* hipsparseHandle_t;\n"
                              "typedef enum { HIPSPARSE_STATUS_SUCCESS = 0 } hipsparseStatus_t;\n",
-    "hipblaslt/hipblaslt.h": "#pragma once\ntypedef struct hipblasLtContext* hipblasLtHandle_t;\n",
+    "hipblaslt/hipblaslt.h": "#pragma once\n" + "".join(f"#include <hip/{name}.h>\n" for name in (
+        "hip_bfloat16", "hip_complex", "hip_runtime", "hip_runtime_api", "hip_version"))
+                             + "typedef struct hipblasLtContext* hipblasLtHandle_t;\n",
     "hipsolver/hipsolver.h": "#pragma once\ntypedef struct hipsolverDnContext* hipsolverDnHandle_t;\n"
                              "typedef enum { HIPSOLVER_STATUS_SUCCESS = 0 } hipsolverStatus_t;\n",
 }
+
+
+def stubs_dir(root: Path) -> Path:
+    """The stubs' folder, named by their content: a change gives a new folder (and new PCHs), never a stale one."""
+    digest = hashlib.sha256(repr(sorted(_STUBS.items())).encode()).hexdigest()[:12]
+    return root / f"stubs-{digest}"
 
 
 def write_stubs(stubs: Path) -> None:
@@ -313,7 +379,7 @@ def setup(say=print) -> list[str]:
         if not problem and not missing:
             problem = write_device_libraries(rocm, say)
             if not problem:
-                write_stubs(root / "stubs")
+                write_stubs(stubs_dir(root))
                 (rocm / f".complete-{RECIPE}").write_text(TRITON_WHEEL + "\n")
         if problem:
             missing.append(problem)
@@ -345,7 +411,7 @@ def main(argv: list[str]) -> int:
         except ToolchainMissing as error:
             print(f"HIP toolchain: missing: {error}")
             return 1
-        print(f"HIP toolchain: {chain.clang} with HIP 6.2 headers from {TRITON_WHEEL}, torch {chain.torch_version}, "
+        print(f"HIP toolchain: {chain.clang} with {chain.headers_note()}, torch {chain.torch_version}, "
               f"cache {chain.cache}")
         return 0
     print("usage: python -m harness.compile.hip.toolchain setup [--strict] | status", file=sys.stderr)
