@@ -1,6 +1,6 @@
 """The `harness` command: parses arguments and prints; the work lives in the other modules.
 
-Options several commands share are defined once below (`device_option`, `ledger_option`, `mode_option`).
+Options several commands share are defined once in harness/cli_options.py.
 Every command runs inside `reports_errors` and the group is a `OneLineErrors` (harness/exits.py): a bad
 argument is one `error:` line and exit code 2, everywhere.
 """
@@ -9,42 +9,11 @@ import os
 import click
 
 from harness import __version__
-from harness.run.cases import MODES
 from harness.exits import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_PASSED, EXIT_USAGE, OneLineErrors,
                            reports_errors)
-
-device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto",
-                             show_default=True, help="cuda means any GPU, ROCm included.")
-all_option = click.option("--all", "run_all", is_flag=True, help="Every submission in submissions/.")
-ledger_option = click.option("--ledger", "ledger_file", type=click.Path(dir_okay=False), default=None,
-                             help="Ledger to read (default: $HARNESS_LEDGER or results/ledger.jsonl).")
-
-
-def mode_option(default=None, choices=MODES, help="Only records of this mode."):
-    return click.option("--mode", type=click.Choice(choices), default=default, show_default=default is not None,
-                        help=help)
-
-
-def _chosen(submissions, run_all) -> None:
-    """Submissions named or --all, the same rule in every command that takes both."""
-    if run_all and submissions:
-        raise click.UsageError("give submissions or --all, not both")
-
-
-def _existing_ledger(ledger_file):
-    """A ledger that is not there is a usage error however it was named (a typo must not read as 'no results')."""
-    from harness import paths
-
-    found = paths.ledger_file(ledger_file)
-    if not found.is_file():
-        named = ("--ledger" if ledger_file else f"${paths.LEDGER_ENV}" if os.environ.get(paths.LEDGER_ENV)
-                 else f"${paths.RESULTS_ENV}" if os.environ.get(paths.RESULTS_ENV) else "the default")
-        raise click.UsageError(f"no ledger at {found} (named by {named})")
-
-
-def _echo_warnings(caught) -> None:
-    for warning in caught:
-        click.echo(f"warning: {warning.message}", err=True)
+from harness.run.cases import MODES
+from harness.cli_options import (all_option, check_submissions_or_all, device_option, echo_warnings,
+                                 existing_ledger, ledger_option, mode_option)
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,7 +39,7 @@ def scoreboard(baseline, ledger_file, output, chart, include_interpreter, allow_
 
     from harness.results import scoreboard as board
 
-    _existing_ledger(ledger_file)
+    existing_ledger(ledger_file)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -81,7 +50,7 @@ def scoreboard(baseline, ledger_file, output, chart, include_interpreter, allow_
         except OSError as error:
             click.echo(f"error: cannot write the scoreboard: {error}", err=True)
             raise SystemExit(EXIT_USAGE)
-    _echo_warnings(caught)
+    echo_warnings(caught)
     tables = f"{summary.tables} table" + ("" if summary.tables == 1 else "s")
     click.echo(f"wrote {summary.output} ({tables} from {summary.records} records)")
     click.echo(f"wrote {summary.chart}" if summary.chart else "no chart: nothing timed in the ledger yet")
@@ -113,7 +82,7 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, e
     from harness import display
     from harness.results import estimates, records
 
-    _existing_ledger(ledger_file)
+    existing_ledger(ledger_file)
     console = display.console()
     if estimated:
         guess = estimates.compare(records.load(ledger_file), a, b)
@@ -129,7 +98,7 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, e
                 raise
             comparison = None  # --source still shows what changed between the two files
             console.print(f"note: no times to compare: {error}", highlight=False)
-    _echo_warnings(caught)
+    echo_warnings(caught)
     slower = differ.regressions(comparison, fail_above) if fail_above is not None else []
     if as_json:
         click.echo(json.dumps(differ.as_json(comparison, fail_above), indent=2))
@@ -164,7 +133,7 @@ def lint(submissions, run_all, as_json):
     from harness import paths
     from harness import submission as subs
 
-    _chosen(submissions, run_all)
+    check_submissions_or_all(submissions, run_all)
     files = []
     for arg in submissions or [str(s.path) for s in subs.discover()]:
         try:
@@ -303,7 +272,7 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     from harness.run import session
     from harness import submission as subs
 
-    _chosen(submissions, run_all)
+    check_submissions_or_all(submissions, run_all)
     if not run_all and not submissions:
         raise click.UsageError("name at least one submission (a number like 120 or a path), or pass --all")
     chosen = subs.discover() if run_all else [subs.resolve(arg) for arg in submissions]

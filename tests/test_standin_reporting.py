@@ -10,6 +10,7 @@ from harness import submission as subs
 from harness.results import diff as differ
 from harness.results import records
 from harness.results import scoreboard as board
+from harness.results import verification
 
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "backend": "cuda"}
 ROCM_WITHOUT_AITER = {"name": "AMD Instinct MI355X", "arch": "gfx950", "backend": "rocm"}
@@ -46,7 +47,7 @@ def test_where_verified_has_a_standin_column_and_never_counts_it_as_mi355x():
     found = board.where_verified([passed])
     assert "aiter stand-in" in board.VERIFIED_COLUMNS and found["014_s"].get("aiter stand-in", "").startswith("✓")
     assert "MI355X" not in found["014_s"]
-    assert not board.verified_on_mi355x(passed, [passed])
+    assert not verification.verified_on_mi355x(passed, [passed])
 
 
 def test_diff_never_compares_standin_times():

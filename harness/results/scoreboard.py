@@ -17,6 +17,7 @@ from harness.results.chart import draw_chart
 from harness.results.floors import KV_BYTES_PER_TOKEN, copy_bandwidth, floor_ns
 from harness.results.figures import format_us, geomean
 from harness.results.records import case_means, case_verdicts, label, shape_label
+from harness.results.verification import needs_mi355x, verified_on_mi355x
 
 TIMED_MODES = ("benchmark", "leaderboard")
 MODE_ORDER = ("test", "benchmark", "leaderboard", "profile")
@@ -103,27 +104,6 @@ def failure_reason(record: dict) -> str:
             spec_text = shape_label(records.shape_of(result["spec"]))
             return one_line(f"{spec_text}: {result['status']}: {result['message']}")
     return record["status"]
-
-
-# ---------------------------------------------------------------- MI355X verification
-
-def needs_mi355x(requirements: frozenset) -> bool:
-    return bool({"hip", "aiter"} & set(requirements))
-
-
-def verified_on_mi355x(record: dict, everything: list[dict]) -> bool:
-    """A passing test or leaderboard run on MI355X (remote, or a local gfx950) of the same file or number."""
-    sub = record["submission"]
-    for other in everything:
-        other_sub = other["submission"]
-        on_mi355x = (other["source"] == "remote" or other["device"]["arch"] == "gfx950") and not other.get("standin")
-        if not on_mi355x or other["mode"] not in ("test", "leaderboard") or other["status"] != "pass":
-            continue
-        same_file = sub["sha256"] and other_sub["sha256"] == sub["sha256"]
-        same_number = sub["numbered"] and other_sub["numbered"] and other_sub["number"] == sub["number"]
-        if same_file or same_number:
-            return True
-    return False
 
 
 # ---------------------------------------------------------------- tables

@@ -1,0 +1,41 @@
+"""The options several `harness` commands share, defined once (as asv's commands/common_args.py): the same flag
+means the same thing in every command. Also the two argument rules they share (submissions or --all; a ledger
+that is there)."""
+import os
+
+import click
+
+from harness.run.cases import MODES
+
+device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto",
+                             show_default=True, help="cuda means any GPU, ROCm included.")
+all_option = click.option("--all", "run_all", is_flag=True, help="Every submission in submissions/.")
+ledger_option = click.option("--ledger", "ledger_file", type=click.Path(dir_okay=False), default=None,
+                             help="Ledger to read (default: $HARNESS_LEDGER or results/ledger.jsonl).")
+
+
+def mode_option(default=None, choices=MODES, help="Only records of this mode."):
+    return click.option("--mode", type=click.Choice(choices), default=default, show_default=default is not None,
+                        help=help)
+
+
+def check_submissions_or_all(submissions, run_all) -> None:
+    """Submissions named or --all, the same rule in every command that takes both."""
+    if run_all and submissions:
+        raise click.UsageError("give submissions or --all, not both")
+
+
+def existing_ledger(ledger_file):
+    """A ledger that is not there is a usage error however it was named (a typo must not read as 'no results')."""
+    from harness import paths
+
+    found = paths.ledger_file(ledger_file)
+    if not found.is_file():
+        named = ("--ledger" if ledger_file else f"${paths.LEDGER_ENV}" if os.environ.get(paths.LEDGER_ENV)
+                 else f"${paths.RESULTS_ENV}" if os.environ.get(paths.RESULTS_ENV) else "the default")
+        raise click.UsageError(f"no ledger at {found} (named by {named})")
+
+
+def echo_warnings(caught) -> None:
+    for warning in caught:
+        click.echo(f"warning: {warning.message}", err=True)
