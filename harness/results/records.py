@@ -70,6 +70,7 @@ class Record(TypedDict):
     remote: dict | None  # remote records only; keys in harness/remote/submit.py
     interpreter: bool    # Triton ran through TRITON_INTERPRET on a CPU: correctness counts, the times do not
     git: dict | None     # {"commit": "<sha>", "dirty": bool} of the checkout that ran it; None outside git
+    protection: str | None  # "sandbox (bwrap)" | "fallback: file checks" | "off" (harness/sandbox/guard.py); None: older
 
 
 def submission_info(submission) -> SubmissionInfo:
@@ -82,11 +83,11 @@ def submission_info(submission) -> SubmissionInfo:
 def new_record(*, source: str, submission: SubmissionInfo, mode: str, cases: str, flush: str, device: Device,
                versions: dict, status: str, reason: str, results: list, warnings: list, started: str,
                finished: str, remote: dict | None = None, interpreter: bool = False,
-               git: dict | None = None) -> Record:
+               git: dict | None = None, protection: str | None = None) -> Record:
     return Record(schema=SCHEMA_VERSION, run_id=ledger.new_run_id(), source=source, submission=submission,
                   mode=mode, cases=cases, flush=flush, device=device, versions=dict(versions), status=status,
                   reason=reason, results=list(results), warnings=list(warnings), started=started,
-                  finished=finished, remote=remote, interpreter=interpreter, git=git)
+                  finished=finished, remote=remote, interpreter=interpreter, git=git, protection=protection)
 
 
 # ---------------------------------------------------------------- reading and checking, in one place
@@ -152,7 +153,7 @@ def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None 
         warnings=[str(w) for w in raw.get("warnings") or []],
         started=str(raw.get("started") or ""), finished=str(raw.get("finished") or ""),
         remote=dict(raw["remote"]) if raw.get("remote") else None, interpreter=bool(interpreter),
-        git=dict(raw["git"]) if raw.get("git") else None)
+        git=dict(raw["git"]) if raw.get("git") else None, protection=raw.get("protection"))
 
 
 def usable(raws: list[dict], root: Path = REPO_ROOT) -> list[Record]:

@@ -31,6 +31,7 @@ from harness.run import timing
 from harness.run.limits import format_size, memory_limit, output_limit
 from harness.paths import REPO_ROOT
 from harness.run.poison import poison_output_memory, poisoned_share
+from harness.sandbox import offline, procs
 
 SEED_STEP = 13  # leaderboard mode: every timed call gets fresh input from seed += 13
 
@@ -193,6 +194,8 @@ def _import_failure(exc: Exception) -> str:
     first_line = (str(exc).strip().splitlines() or [""])[0]
     if isinstance(exc, SyntaxError):
         return f"SyntaxError: {exc.msg} (submission line {exc.lineno})"
+    if _read_only(exc):
+        return f"{_read_only(exc)} while importing the submission"
     return f"{type(exc).__name__} while importing the submission: {first_line}"
 
 
@@ -306,6 +309,8 @@ def one_line_error(exc: BaseException, submission_path: str) -> str:
         return f"{exc}{_submission_line(exc.__cause__, submission_path)}" if exc.__cause__ else str(exc)
     where = _submission_line(exc, submission_path)
     first_line = (str(exc).strip().splitlines() or [""])[0]
+    if _read_only(exc):
+        return f"{_read_only(exc)}{where}"
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         return (f"output cap: the submission wrote more than {format_size(output_limit())} to stdout/stderr "
                 f"(the worker's log is capped){where}")
@@ -313,6 +318,15 @@ def one_line_error(exc: BaseException, submission_path: str) -> str:
         limit = f"; a CPU worker may map {format_size(memory_limit())}" if os.environ.get("MLA_DEVICE") == "cpu" else ""
         return f"out of memory: {type(exc).__name__}: {first_line}{where}{limit}"
     return f"{type(exc).__name__}: {first_line}{where}".rstrip()
+
+
+def _read_only(exc: BaseException) -> str:
+    """'tried to change reference.py on disk (...)' for a write the sandbox's read-only filesystem refused, else ''."""
+    if not isinstance(exc, OSError) or exc.errno != errno.EROFS:
+        return ""
+    text = os.fsdecode(exc.filename) if exc.filename is not None else "a file"
+    root = str(REPO_ROOT) + os.sep
+    return f"tried to change {text.removeprefix(root)} on disk (read-only in the sandbox)"
 
 
 def _submission_line(exc: BaseException, submission_path: str) -> str:
@@ -366,7 +380,7 @@ def _die_with_parent(parent_pid: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass  # not Linux: the closed requests pipe still ends an idle child
-    if os.getppid() != parent_pid:  # the parent died before the request above took effect
+    if parent_pid and os.getppid() != parent_pid:  # the parent died before the request above took effect
         os._exit(1)
 
 
@@ -377,8 +391,10 @@ def child_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reply-fd", type=int, required=True)
     parser.add_argument("--parent", type=int, required=True)
     options = parser.parse_args(argv)
-    _die_with_parent(options.parent)
+    _die_with_parent(options.parent)  # 0 in a sandbox's PID namespace, where the harness's pid is not visible
     _apply_limits()
+    offline.forbid_network()
+    procs.become_subreaper()  # a grandchild that calls setsid() stays below this process, where the loop finds it
     # Nothing the submission starts may inherit the pipes (it could forge replies).
     os.set_inheritable(options.request_fd, False)
     os.set_inheritable(options.reply_fd, False)
@@ -401,6 +417,10 @@ def child_main(argv: list[str] | None = None) -> int:
             _print_submission_traceback(exc)
             reply = {"ok": False, "status": "error", "message": one_line_error(exc, submission_path),
                      "import_failed": isinstance(exc, SubmissionImportError)}
+        escaped = procs.left_the_session()
+        if escaped:
+            reply = {"ok": False, "status": "error", "message": "started a process that left its session (setsid) to "
+                     f"outlive the run: {escaped[0]} (killed)", "import_failed": False}
         reply["nonce"] = request.get("nonce")
         replies.write(json.dumps(reply) + "\n")
         replies.flush()

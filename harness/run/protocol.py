@@ -319,11 +319,12 @@ def log_file_for(submission: Submission, mode: str, log_dir: Path | None = None)
 def evaluate(submission: Submission, platform: Platform, mode: str, specs: list, *, cases_name: str,
              flush: str, timeout_s: float, case_timeout_s: float | None = None, secret: int | None = None,
              budgets: Budgets = OFFICIAL_BUDGETS, log_dir: Path | None = None, progress=_no_progress,
-             on_case=_no_case_report) -> RunResult:
+             on_case=_no_case_report, jail=None) -> RunResult:
     """Run every case of one submission in `mode` in its own worker; never raises for the submission's faults.
 
     timeout_s bounds the whole run (the official limit); case_timeout_s, when given, each case too.
-    on_case(index, total, result) is called as each case finishes.
+    on_case(index, total, result) is called as each case finishes; `jail` (harness/sandbox/guard.py) is where the
+    child runs, None for unprotected.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
@@ -348,7 +349,7 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
     limit = TimeLimit(timeout_s, case_timeout_s)
     if interpret:
         budgets = interpreter_budgets(budgets)
-    with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret) as worker:
+    with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret, jail=jail) as worker:
         if mode == "test":
             results = run_tests(worker, cases, limit, progress, on_case)
         elif mode == "benchmark":
@@ -371,8 +372,9 @@ def geomean_ns(run: RunResult) -> float | None:
     return geomean(means) if len(means) == len(run.results) else None
 
 
-def record(run: RunResult, checkout: dict | None = None) -> records.Record:
-    """The ledger record of one run (its shape: harness/results/records.py); `checkout` is the git commit that ran it."""
+def record(run: RunResult, checkout: dict | None = None, protection: str | None = None) -> records.Record:
+    """The ledger record of one run (its shape: harness/results/records.py); `checkout` is the git commit that ran it,
+    `protection` what kept the submission from changing files on disk."""
     sub = run.submission
     return records.new_record(
         source="local",
@@ -380,4 +382,4 @@ def record(run: RunResult, checkout: dict | None = None) -> records.Record:
         mode=run.mode, cases=run.cases, flush=run.flush, device=run.platform.record_device(),
         versions=run.platform.versions, status=run.status, reason=run.reason,
         results=[result.record() for result in run.results], warnings=run.warnings,
-        started=run.started, finished=run.finished, interpreter=run.interpreter, git=checkout)
+        started=run.started, finished=run.finished, interpreter=run.interpreter, git=checkout, protection=protection)
