@@ -5,9 +5,12 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "harness"
 MAX_LINES = 450
-GROUPS = ("run", "results", "compile", "remote", "checks")
+GROUPS = ("run", "results", "compile", "remote", "checks", "sandbox")
 # The modules that run inside the submission's process (harness.run.child and what it may import).
-CHILD_SIDE = {"run.child", "run.timing", "run.limits", "run.poison", "run.accuracy", "paths"}
+CHILD_SIDE = {"run.child", "run.timing", "run.limits", "run.poison", "run.accuracy", "paths", "sandbox.procs",
+              "sandbox.offline"}
+# sandbox/ keeps the child from changing the disk; it needs only the top and where the HIP toolchain cache lies.
+SANDBOX_MAY_IMPORT = {"top", "sandbox", "compile"}
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -97,6 +100,10 @@ def group_rule_violations(graph: dict[str, set[str]]) -> list[str]:
             for target in sorted(imported):
                 if group_of(target) in {"run", "compile", "remote"}:
                     broken.append(f"results/ must not import {group_of(target)}/: {module} imports {target}")
+        if group_of(module) == "sandbox":
+            for target in sorted(imported):
+                if group_of(target) not in SANDBOX_MAY_IMPORT:
+                    broken.append(f"sandbox/ must not import {group_of(target)}/: {module} imports {target}")
         if module != "cli":
             for target in sorted(imported & {"display", "exits"}):
                 broken.append(f"only cli imports display or exits: {module} imports {target}")
@@ -162,6 +169,17 @@ def test_the_group_rules_catch_the_child_reaching_the_parent(tmp_path):
     child = copy / "run" / "child.py"
     child.write_text(child.read_text(encoding="utf-8") + "\nfrom harness.results import ledger\n", encoding="utf-8")
     assert any("the child reaches parent modules" in line for line in group_rule_violations(import_graph(copy)))
+
+
+def test_the_group_rules_catch_the_sandbox_reaching_the_run(tmp_path):
+    """The sandbox is used by run/ (the worker, the session); a planted import the other way is named."""
+    import shutil
+    copy = tmp_path / "harness"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    guard = copy / "sandbox" / "guard.py"
+    guard.write_text(guard.read_text(encoding="utf-8") + "\nfrom harness.run import worker\n", encoding="utf-8")
+    broken = group_rule_violations(import_graph(copy))
+    assert "sandbox/ must not import run/: sandbox.guard imports run.worker" in broken
 
 
 def test_no_module_is_too_long():
