@@ -225,7 +225,7 @@ time.sleep(0.3)
 print(procs.left_the_session())
 """
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, cwd=REPO)
-    assert f"time.sleep(30) {GRANDCHILD_MARK}-unit" in done.stdout, done.stdout + done.stderr
+    assert "time.sleep(30) hostile-setsid" in done.stdout, done.stdout + done.stderr  # the command line, cut at 80
     time.sleep(0.2)
     assert not [pid for pid in procs.table() if f"{GRANDCHILD_MARK}-unit" in procs.command_line(pid)]
 
