@@ -47,13 +47,13 @@ def copy_of_repository(target: Path) -> Path:
     return target
 
 
-def harness_cli(copy: Path, env: dict, *args) -> subprocess.CompletedProcess:
+def harness_cli(copy: Path, env: dict, device: str, *args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run", *args, "--device",
-                           "cpu", "--cases", str(copy.parent / "one_case.yml"), "--json"],
+                           device, "--cases", str(copy.parent / "one_case.yml"), "--json"],
                           cwd=copy, env=env, capture_output=True, text=True, timeout=600)
 
 
-def through_the_cli(root: Path, protection: str) -> dict:
+def through_the_cli(root: Path, protection: str, device: str = "cpu", after: tuple = (WRONG_SHAPE,)) -> dict:
     """Every hostile sample in one `harness run`, then the wrong-shape sample in the next, on a copy of the repo."""
     copy = copy_of_repository(root / "repo")
     (root / "one_case.yml").write_text(ONE_CASE)
@@ -66,10 +66,10 @@ def through_the_cli(root: Path, protection: str) -> dict:
     for name in ("HARNESS_LEDGER", "HARNESS_DEBUG"):
         env.pop(name, None)
     samples = sorted(str(path.relative_to(REPO)) for path in HOSTILE.glob("*.py"))
-    hostile = harness_cli(copy, env, *samples, "--protection", protection)
+    hostile = harness_cli(copy, env, device, *samples, "--protection", protection)
     ended = time.monotonic()
-    after = harness_cli(copy, env, WRONG_SHAPE, "--protection", protection)
-    return {"copy": copy, "cache": cache, "hostile": hostile, "after": after, "ended": ended,
+    later = harness_cli(copy, env, device, *after, "--protection", protection)
+    return {"copy": copy, "cache": cache, "hostile": hostile, "after": later, "ended": ended,
             "ledger": root / "results" / "ledger.jsonl"}
 
 
@@ -84,36 +84,32 @@ def runs(tmp_path_factory):
         thread.start()
     for thread in threads:
         thread.join()
-    time.sleep(max(0.0, 10.5 - (time.monotonic() - max(run["ended"] for run in found.values()))))
+    wait_past(max(run["ended"] for run in found.values()), 10.5)
     return found
+
+
+def wait_past(moment: float, seconds: float) -> None:
+    time.sleep(max(0.0, seconds - (time.monotonic() - moment)))
 
 
 def records_by_name(done: subprocess.CompletedProcess) -> dict:
     return {Path(record["submission"]["path"]).stem: record for record in json.loads(done.stdout)}
 
 
-@pytest.mark.parametrize("protection", ["sandbox", "files"])
-def test_every_hostile_sample_fails_with_its_reason(runs, protection):
-    if protection not in runs:
-        pytest.skip(f"no sandbox on this machine: {NO_SANDBOX}")
-    run = runs[protection]
+def assert_each_failed_with_its_reason(run: dict, kind: str) -> None:
     assert run["hostile"].returncode == 1, run["hostile"].stderr[-2000:]
     records = records_by_name(run["hostile"])
     samples = sorted(HOSTILE.glob("*.py"))
     assert len(samples) >= 9 and set(records) == {path.stem for path in samples}
     for path in samples:
         record = records[path.stem]
-        words = expected_verdicts(path)[protection]
+        words = expected_verdicts(path)[kind]
         assert record["status"] in ("fail", "error") and words in record["reason"], (path.name, record["reason"])
-        assert "\n" not in record["reason"] and record["protection"] == guard.LABELS[protection]
-    assert f"protection: {guard.LABELS[protection]}" in run["hostile"].stderr
+        assert "\n" not in record["reason"] and record["protection"] == guard.LABELS[kind]
+    assert f"protection: {guard.LABELS[kind]}" in run["hostile"].stderr
 
 
-@pytest.mark.parametrize("protection", ["sandbox", "files"])
-def test_nothing_changed_on_disk_and_a_wrong_shape_still_fails(runs, protection):
-    if protection not in runs:
-        pytest.skip(f"no sandbox on this machine: {NO_SANDBOX}")
-    run = runs[protection]
+def assert_nothing_changed(run: dict) -> None:
     status = subprocess.run(["git", "status", "--porcelain"], cwd=run["copy"], capture_output=True, text=True)
     assert status.returncode == 0 and status.stdout == "", status.stdout
     assert [path.name for path in (run["cache"] / "pch").iterdir()] == ["gfx950-test.pch"]
@@ -121,14 +117,39 @@ def test_nothing_changed_on_disk_and_a_wrong_shape_still_fails(runs, protection)
     assert not (run["cache"] / "stubs" / "poison.h").exists()
     written = ledger.read(run["ledger"])
     assert written and all(record["run_id"] != FORGED_MARK for record in written)
-    assert {record["status"] for record in written} <= {"fail", "error"}
     after = records_by_name(run["after"])["wrong_shape"]
     assert run["after"].returncode == 1 and after["status"] == "fail", after["reason"]
+    assert not [pid for pid in procs.table() if GRANDCHILD_MARK in procs.command_line(pid)]
 
 
-def test_no_process_of_the_runs_is_alive_10_s_later(runs):
-    alive = [pid for pid in procs.table() if GRANDCHILD_MARK in procs.command_line(pid)]
-    assert alive == []
+@pytest.mark.parametrize("protection", ["sandbox", "files"])
+def test_every_hostile_sample_fails_with_its_reason(runs, protection):
+    if protection not in runs:
+        pytest.skip(f"no sandbox on this machine: {NO_SANDBOX}")
+    assert_each_failed_with_its_reason(runs[protection], protection)
+    hostile = [record for record in ledger.read(runs[protection]["ledger"]) if "hostile" in record["submission"]["path"]]
+    assert len(hostile) == len(list(HOSTILE.glob("*.py"))) and {r["status"] for r in hostile} <= {"fail", "error"}
+
+
+@pytest.mark.parametrize("protection", ["sandbox", "files"])
+def test_nothing_changed_on_disk_no_process_is_left_and_a_wrong_shape_still_fails(runs, protection):
+    if protection not in runs:
+        pytest.skip(f"no sandbox on this machine: {NO_SANDBOX}")
+    assert_nothing_changed(runs[protection])
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_under_the_active_protection(tmp_path):
+    """The same on a GPU machine with the protection `auto` gives there; an honest sample still passes (CUDA works
+    inside the sandbox: device nodes, driver libraries)."""
+    chosen = guard.choose("auto")
+    run = through_the_cli(tmp_path, "auto", "cuda", after=(WRONG_SHAPE, "tests/samples/reference_call.py"))
+    assert_each_failed_with_its_reason(run, chosen.kind)
+    wait_past(run["ended"], 10.5)
+    assert_nothing_changed(run)
+    honest = records_by_name(run["after"])["reference_call"]
+    assert honest["status"] == "pass" and honest["protection"] == chosen.label, honest["reason"]
+    print(f"protection on this GPU machine: {chosen.describe()}")
 
 
 def test_off_is_said_in_the_header_and_the_record(tmp_path):
