@@ -150,35 +150,31 @@ def test_the_rules_between_groups_hold():
     assert group_rule_violations(import_graph()) == []
 
 
-def test_the_group_rules_catch_a_results_module_importing_run(tmp_path):
-    """A copy of the package where results/records.py imports run/protocol.py breaks the rule, by name."""
+def violations_with(tmp_path, module_file: str, planted: str) -> list[str]:
+    """The broken rules of a copy of the package where `module_file` gains the import line `planted`."""
     import shutil
     copy = tmp_path / "harness"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
-    records = copy / "results" / "records.py"
-    records.write_text(records.read_text(encoding="utf-8") + "\nfrom harness.run import protocol\n", encoding="utf-8")
-    broken = group_rule_violations(import_graph(copy))
+    target = copy / module_file
+    target.write_text(target.read_text(encoding="utf-8") + f"\n{planted}\n", encoding="utf-8")
+    return group_rule_violations(import_graph(copy))
+
+
+def test_the_group_rules_catch_a_results_module_importing_run(tmp_path):
+    """A copy of the package where results/records.py imports run/protocol.py breaks the rule, by name."""
+    broken = violations_with(tmp_path, "results/records.py", "from harness.run import protocol")
     assert "results/ must not import run/: results.records imports run.protocol" in broken
     assert any(line.startswith("groups import in a cycle") for line in broken)
 
 
 def test_the_group_rules_catch_the_child_reaching_the_parent(tmp_path):
-    import shutil
-    copy = tmp_path / "harness"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
-    child = copy / "run" / "child.py"
-    child.write_text(child.read_text(encoding="utf-8") + "\nfrom harness.results import ledger\n", encoding="utf-8")
-    assert any("the child reaches parent modules" in line for line in group_rule_violations(import_graph(copy)))
+    broken = violations_with(tmp_path, "run/child.py", "from harness.results import ledger")
+    assert any("the child reaches parent modules" in line for line in broken)
 
 
 def test_the_group_rules_catch_the_sandbox_reaching_the_run(tmp_path):
     """The sandbox is used by run/ (the worker, the session); a planted import the other way is named."""
-    import shutil
-    copy = tmp_path / "harness"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
-    guard = copy / "sandbox" / "guard.py"
-    guard.write_text(guard.read_text(encoding="utf-8") + "\nfrom harness.run import worker\n", encoding="utf-8")
-    broken = group_rule_violations(import_graph(copy))
+    broken = violations_with(tmp_path, "sandbox/guard.py", "from harness.run import worker")
     assert "sandbox/ must not import run/: sandbox.guard imports run.worker" in broken
 
 
