@@ -281,3 +281,16 @@ def test_doctor_names_the_protection():
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     expected = "sandbox (bwrap)" if not NO_SANDBOX else "fallback: file checks ("
     assert f"protection of runs: {expected}" in done.stdout, done.stdout
+
+
+def test_setup_installs_bwrap_only_where_it_can_and_never_fails(monkeypatch, capsys):
+    monkeypatch.setattr(bwrap, "executable", lambda: None)
+    monkeypatch.setattr(bwrap.shutil, "which", lambda name: None)
+    assert bwrap.install(say=lambda line: None).startswith("bubblewrap: no apt-get on this machine")
+    monkeypatch.setattr(bwrap.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(bwrap.os, "geteuid", lambda: 1000)
+    assert bwrap.install(say=lambda line: None) == "bubblewrap: not root; run `sudo apt-get install -y bubblewrap`"
+    monkeypatch.setattr(bwrap, "why_not", lambda: "no bwrap on PATH")
+    assert bwrap.main(["bwrap", "setup"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["note: bubblewrap: not root; run `sudo apt-get install -y "
+                                                    "bubblewrap`", "sandbox: no bwrap on PATH"]
