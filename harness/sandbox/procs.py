@@ -108,11 +108,6 @@ def kill_all_below(root: int, spare: set = frozenset(), rounds: int = 20, settle
     return killed
 
 
-def in_session(session: int) -> list[int]:
-    """Every live process of a session, its leader included."""
-    return [pid for pid, (_, sid, state) in table().items() if sid == session and state != "Z"]
-
-
 def left_the_session() -> list[str]:
     """Kill the processes below this one that left its session (setsid) and so would outlive it; 'pid command' each."""
     me, processes = os.getpid(), table()
