@@ -159,12 +159,13 @@ class Watch:
             found.append(f"left {len(left)} process(es) running after the run (killed), first {pid}: {command[:80]}")
         if self.snapshot is not None:
             changes = self.snapshot.changes()
-            found += self.snapshot.restore(changes, self.aside)
+            unrestored = self.snapshot.restore(changes, self.aside)
             # Bytecode is a cache: a changed or new .pyc is removed (the parent may have written it) and not reported.
             changes = [change for change in changes if "__pycache__" not in change.path.parts]
             changes.sort(key=lambda change: self._private(change.path))  # the checkout's own files first
             found += [f"tampered with {self._shown(change.path)} on disk ({change.what}; put back as it was before "
                       f"the run, the run's version kept in {paths.shown(self.aside)})" for change in changes]
+            found += unrestored
         return found
 
     def _private(self, path: Path) -> bool:
