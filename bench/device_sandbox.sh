@@ -7,6 +7,8 @@
 #      the geometric mean of the per-shape ratio sandbox / off.
 # Each step has its own time cap; logs under $OUT, a short table last.
 # Usage: bash bench/device_sandbox.sh   (PAIRS=2, TEST_CAP=80, RUN_CAP=45 to choose)
+# The packages (git-ignored), made beforehand on a Debian 12 machine with network:
+#   mkdir -p .debs && cd .debs && apt-get download bubblewrap libselinux1 libpcre2-8-0 libcap2
 set -u
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
