@@ -8,7 +8,7 @@ MAX_LINES = 450
 GROUPS = ("run", "results", "compile", "remote", "checks", "sandbox")
 # The modules that run inside the submission's process (harness.run.child and what it may import).
 CHILD_SIDE = {"run.child", "run.timing", "run.limits", "run.poison", "run.accuracy", "paths", "sandbox.procs",
-              "sandbox.offline"}
+              "sandbox.inside"}
 # sandbox/ keeps the child from changing the disk; it needs only the top and where the HIP toolchain cache lies.
 SANDBOX_MAY_IMPORT = {"top", "sandbox", "compile"}
 

@@ -31,7 +31,7 @@ from harness.run import timing
 from harness.run.limits import format_size, memory_limit, output_limit
 from harness.paths import REPO_ROOT
 from harness.run.poison import poison_output_memory, poisoned_share
-from harness.sandbox import offline, procs
+from harness.sandbox import inside, procs
 
 SEED_STEP = 13  # leaderboard mode: every timed call gets fresh input from seed += 13
 
@@ -194,8 +194,8 @@ def _import_failure(exc: Exception) -> str:
     first_line = (str(exc).strip().splitlines() or [""])[0]
     if isinstance(exc, SyntaxError):
         return f"SyntaxError: {exc.msg} (submission line {exc.lineno})"
-    if _read_only(exc):
-        return f"{_read_only(exc)} while importing the submission"
+    if inside.read_only_write(exc, REPO_ROOT):
+        return f"{inside.read_only_write(exc, REPO_ROOT)} while importing the submission"
     return f"{type(exc).__name__} while importing the submission: {first_line}"
 
 
@@ -309,8 +309,8 @@ def one_line_error(exc: BaseException, submission_path: str) -> str:
         return f"{exc}{_submission_line(exc.__cause__, submission_path)}" if exc.__cause__ else str(exc)
     where = _submission_line(exc, submission_path)
     first_line = (str(exc).strip().splitlines() or [""])[0]
-    if _read_only(exc):
-        return f"{_read_only(exc)}{where}"
+    if inside.read_only_write(exc, REPO_ROOT):
+        return f"{inside.read_only_write(exc, REPO_ROOT)}{where}"
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         return (f"output cap: the submission wrote more than {format_size(output_limit())} to stdout/stderr "
                 f"(the worker's log is capped){where}")
@@ -318,15 +318,6 @@ def one_line_error(exc: BaseException, submission_path: str) -> str:
         limit = f"; a CPU worker may map {format_size(memory_limit())}" if os.environ.get("MLA_DEVICE") == "cpu" else ""
         return f"out of memory: {type(exc).__name__}: {first_line}{where}{limit}"
     return f"{type(exc).__name__}: {first_line}{where}".rstrip()
-
-
-def _read_only(exc: BaseException) -> str:
-    """'tried to change reference.py on disk (...)' for a write the sandbox's read-only filesystem refused, else ''."""
-    if not isinstance(exc, OSError) or exc.errno != errno.EROFS:
-        return ""
-    text = os.fsdecode(exc.filename) if exc.filename is not None else "a file"
-    root = str(REPO_ROOT) + os.sep
-    return f"tried to change {text.removeprefix(root)} on disk (read-only in the sandbox)"
 
 
 def _submission_line(exc: BaseException, submission_path: str) -> str:
@@ -393,7 +384,7 @@ def child_main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     _die_with_parent(options.parent)  # 0 in a sandbox's PID namespace, where the harness's pid is not visible
     _apply_limits()
-    offline.forbid_network()
+    inside.forbid_network()
     procs.become_subreaper()  # a grandchild that calls setsid() stays below this process, where the loop finds it
     # Nothing the submission starts may inherit the pipes (it could forge replies).
     os.set_inheritable(options.request_fd, False)

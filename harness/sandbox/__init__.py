@@ -2,5 +2,5 @@
 
 guard chooses the protection (bubblewrap where it starts, else file checks) and wraps one run; bwrap builds the
 sandbox's command line; filecheck snapshots, checks and restores the files the parent trusts; procs finds and ends
-the processes a run leaves behind (both sides); offline refuses sockets inside the child (child side).
+the processes a run leaves behind (both sides); inside words what the sandbox refuses the child (child side).
 """
