@@ -294,3 +294,12 @@ def test_setup_installs_bwrap_only_where_it_can_and_never_fails(monkeypatch, cap
     assert bwrap.main(["bwrap", "setup"]) == 0
     assert capsys.readouterr().out.splitlines() == ["note: bubblewrap: not root; run `sudo apt-get install -y "
                                                     "bubblewrap`", "sandbox: no bwrap on PATH"]
+
+
+def test_scratch_left_by_a_killed_harness_goes_at_the_next_run(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan, mine = tmp_path / f"harness-run-{dead.stdout.strip()}-abc", tmp_path / f"harness-run-{os.getpid()}-def"
+    for folder in (orphan, mine):
+        (folder / "home").mkdir(parents=True)
+    guard.remove_orphaned_scratch(tmp_path)
+    assert not orphan.exists() and mine.exists()

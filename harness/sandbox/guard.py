@@ -26,6 +26,7 @@ from harness.sandbox import bwrap, filecheck, procs
 CHOICES = ("auto", "sandbox", "files", "off")
 LABELS = {"sandbox": "sandbox (bwrap)", "files": "fallback: file checks", "off": "off"}
 PRIVATE_CODE = ("reference.py", "task.py", "task.yml")  # plus the harness package
+SCRATCH_PREFIX = "harness-run-"  # then the pid of the harness that made it
 
 
 class ProtectionError(PlatformError):
@@ -85,6 +86,14 @@ def copy_private_code(target: Path, root: Path = paths.REPO_ROOT) -> None:
             shutil.copy2(root / name, target / name)
 
 
+def remove_orphaned_scratch(folder: Path | None = None) -> None:
+    """Scratch folders left by a harness that was killed (kill -9 skips the clean-up) go when the next run starts."""
+    for scratch in Path(folder or tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
+        owner = scratch.name[len(SCRATCH_PREFIX):].split("-")[0]
+        if owner.isdigit() and not Path(f"/proc/{owner}").exists() and Path("/proc/self").exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
 class Jail:
     """How the worker starts the child under a protection: its command, environment and folder."""
 
@@ -131,7 +140,8 @@ class Watch:
     def __enter__(self):
         if self.protection.kind == "off":
             return self
-        self._scratch = Path(tempfile.mkdtemp(prefix="harness-run-"))
+        remove_orphaned_scratch()
+        self._scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         self.jail = Jail(self.protection.kind, self._scratch)
         procs.become_subreaper()  # orphans of the run come back here, where the end of the run finds them
         self._spared = set(procs.descendants(os.getpid()))
