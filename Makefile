@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed
 # The CPU build that lies on this workplace's disk; used only when no torch is importable.
 CPU_TORCH ?= torch==2.13.0
 
-.PHONY: setup hip-toolchain test test-gpu run scoreboard diff submit lint clean
+.PHONY: setup hip-toolchain sandbox-tool test test-gpu run scoreboard diff submit lint clean
 
-setup: $(STAMP) hip-toolchain
+setup: $(STAMP) hip-toolchain sandbox-tool
 
 # --system-site-packages keeps a ROCm or CUDA torch the machine already has.
 $(STAMP): pyproject.toml
@@ -21,6 +21,11 @@ $(STAMP): pyproject.toml
 # Idempotent; never fails setup: it prints what it could not install.
 hip-toolchain: $(STAMP)
 	$(BIN)/python -m harness.compile.hip.toolchain setup
+
+# bubblewrap (apt, where root) for the sandbox runs get (harness/sandbox/); never fails setup: without it, runs
+# use the fallback's file checks, and it says so.
+sandbox-tool: $(STAMP)
+	$(BIN)/python -m harness.sandbox.bwrap setup
 
 test: setup
 	$(BIN)/python -m pytest -q -m "not gpu"

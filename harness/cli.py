@@ -261,8 +261,11 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
                    "(default: task.yml's test/benchmark/ranked timeout).")
 @click.option("--case-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help="Also limit each case to this long.")
+@click.option("--protection", type=click.Choice(["auto", "sandbox", "files", "off"]), default="auto", show_default=True,
+              help="What keeps a submission from changing files on disk: the bwrap sandbox, the fallback's file "
+                   "checks, or nothing (off: only to compare timings); auto takes the sandbox where it starts.")
 @reports_errors
-def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, case_timeout):
+def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, case_timeout, protection):
     """Validate and time submissions (numbers like 120, or file paths) with the official protocol."""
     import json
 
@@ -279,9 +282,10 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     if not chosen:
         raise subs.SubmissionError(f"no submissions in {paths.SUBMISSIONS_DIR}")
     settings = session.settle(device=device, mode=mode, cases_arg=cases_arg, flush=flush, timeout_s=timeout,
-                              case_timeout_s=case_timeout)
+                              case_timeout_s=case_timeout, protection=protection)
     out = display.console()
     notices = display.console(stderr=True)
+    notices.print(f"protection: {settings.protection.describe()}", highlight=False, markup=False, soft_wrap=True)
     for notice in settings.notices:
         notices.print(notice)
     outcomes = []
@@ -378,10 +382,13 @@ def doctor(device):
     from harness import display
     from harness import platform as platforms
     from harness import submission as subs
+    from harness.sandbox import guard
 
     here = platforms.detect(device)
     console = display.console()
     console.print(display.machine_table(here))
+    console.print(f"protection of runs: {guard.choose('auto').describe()}", highlight=False, markup=False,
+                  soft_wrap=True)
     examples = {"torch": {"torch"}, "triton": {"torch", "triton"}, "hip": {"torch", "hip"},
                 "aiter": {"torch", "aiter"}}
     verdicts = {}

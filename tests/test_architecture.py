@@ -5,12 +5,14 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "harness"
 MAX_LINES = 450
-GROUPS = ("run", "results", "compile", "remote", "checks", "aiter_standin", "estimate")
+GROUPS = ("run", "results", "compile", "remote", "checks", "aiter_standin", "estimate", "sandbox")
 # The modules that run inside the submission's process (harness.run.child and what it may import).
-CHILD_SIDE = {"run.child", "run.timing", "run.limits", "run.poison", "run.accuracy", "run.recording", "paths", "aiter_standin",
+CHILD_SIDE = {"run.child", "run.faults", "run.timing", "run.limits", "run.poison", "run.accuracy", "run.recording", "paths", "aiter_standin",
               "aiter_standin.loader", "aiter_standin.errors", "aiter_standin.journal", "aiter_standin.dtypes",
               "aiter_standin.quant", "aiter_standin.fp4_utils", "aiter_standin.kernels", "aiter_standin.metadata",
-              "aiter_standin.attention", "aiter_standin.mla", "aiter_standin.decode"}
+              "aiter_standin.attention", "aiter_standin.mla", "aiter_standin.decode", "sandbox.procs", "sandbox.inside"}
+# sandbox/ keeps the child from changing the disk; it needs only the top and where the HIP toolchain cache lies.
+SANDBOX_MAY_IMPORT = {"top", "sandbox", "compile"}
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -100,6 +102,10 @@ def group_rule_violations(graph: dict[str, set[str]]) -> list[str]:
             for target in sorted(imported):
                 if group_of(target) in {"run", "compile", "remote"}:
                     broken.append(f"results/ must not import {group_of(target)}/: {module} imports {target}")
+        if group_of(module) == "sandbox":
+            for target in sorted(imported):
+                if group_of(target) not in SANDBOX_MAY_IMPORT:
+                    broken.append(f"sandbox/ must not import {group_of(target)}/: {module} imports {target}")
         if module != "cli":
             for target in sorted(imported & {"display", "exits"}):
                 broken.append(f"only cli imports display or exits: {module} imports {target}")
@@ -146,25 +152,32 @@ def test_the_rules_between_groups_hold():
     assert group_rule_violations(import_graph()) == []
 
 
-def test_the_group_rules_catch_a_results_module_importing_run(tmp_path):
-    """A copy of the package where results/records.py imports run/protocol.py breaks the rule, by name."""
+def violations_with(tmp_path, module_file: str, planted: str) -> list[str]:
+    """The broken rules of a copy of the package where `module_file` gains the import line `planted`."""
     import shutil
     copy = tmp_path / "harness"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
-    records = copy / "results" / "records.py"
-    records.write_text(records.read_text(encoding="utf-8") + "\nfrom harness.run import protocol\n", encoding="utf-8")
-    broken = group_rule_violations(import_graph(copy))
+    target = copy / module_file
+    target.write_text(target.read_text(encoding="utf-8") + f"\n{planted}\n", encoding="utf-8")
+    return group_rule_violations(import_graph(copy))
+
+
+def test_the_group_rules_catch_a_results_module_importing_run(tmp_path):
+    """A copy of the package where results/records.py imports run/protocol.py breaks the rule, by name."""
+    broken = violations_with(tmp_path, "results/records.py", "from harness.run import protocol")
     assert "results/ must not import run/: results.records imports run.protocol" in broken
     assert any(line.startswith("groups import in a cycle") for line in broken)
 
 
 def test_the_group_rules_catch_the_child_reaching_the_parent(tmp_path):
-    import shutil
-    copy = tmp_path / "harness"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
-    child = copy / "run" / "child.py"
-    child.write_text(child.read_text(encoding="utf-8") + "\nfrom harness.results import ledger\n", encoding="utf-8")
-    assert any("the child reaches parent modules" in line for line in group_rule_violations(import_graph(copy)))
+    broken = violations_with(tmp_path, "run/child.py", "from harness.results import ledger")
+    assert any("the child reaches parent modules" in line for line in broken)
+
+
+def test_the_group_rules_catch_the_sandbox_reaching_the_run(tmp_path):
+    """The sandbox is used by run/ (the worker, the session); a planted import the other way is named."""
+    broken = violations_with(tmp_path, "sandbox/guard.py", "from harness.run import worker")
+    assert "sandbox/ must not import run/: sandbox.guard imports run.worker" in broken
 
 
 def test_no_module_is_too_long():

@@ -65,7 +65,8 @@ BATCHES = {
     "timeouts": ["--mode", "test", "--timeout", str(SHORT_TIMEOUT_S)],
     "leaderboard": ["--mode", "leaderboard"],
 }
-HARNESS_SOURCES = ("harness/run/worker.py", "harness/run/child.py", "harness/run/protocol.py", "harness/cli.py", "harness/run/timing.py")
+HARNESS_SOURCES = ("harness/run/worker.py", "harness/run/child.py", "harness/run/faults.py", "harness/run/protocol.py",
+                   "harness/cli.py", "harness/run/timing.py")
 
 
 @dataclass
@@ -274,7 +275,7 @@ def test_gpu_poisoning_allocates_every_big_enough_free_block(monkeypatch):
 def test_worker_limits_and_the_reasons_they_give():
     import errno
 
-    from harness.run import child
+    from harness.run import faults
     from harness.run import limits
 
     assert limits.parse_size("8G") == 8 << 30 and limits.parse_size("512MiB") == 512 << 20
@@ -288,9 +289,9 @@ def test_worker_limits_and_the_reasons_they_give():
     assert limits.invalid_limits({limits.OUTPUT_LIMIT_ENV: "lots"}) == [
         "HARNESS_WORKER_OUTPUT_LIMIT='lots' is not a size like 8G or 512M; using the default"]
     flood = OSError(errno.EFBIG, "File too large")
-    assert child.one_line_error(flood, "/x.py").startswith("output cap: the submission wrote more than")
+    assert faults.one_line_error(flood, "/x.py").startswith("output cap: the submission wrote more than")
     oom = RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: you tried")
-    assert child.one_line_error(oom, "/x.py").startswith("out of memory: RuntimeError: ")
+    assert faults.one_line_error(oom, "/x.py").startswith("out of memory: RuntimeError: ")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ class Record(TypedDict):
     standin: str | None  # "aiter": AMD's aiter was the harness's stand-in (correctness only); None otherwise
     git: dict | None     # {"commit": "<sha>", "dirty": bool} of the checkout that ran it; None outside git
     estimate: dict | None  # mode "estimate" only: the MI355X model's figures (harness/estimate/runner.py), never stats
+    protection: str | None  # "sandbox (bwrap)" | "fallback: file checks" | "off" (harness/sandbox/guard.py); None: older
 
 
 def submission_info(submission) -> SubmissionInfo:
@@ -84,12 +85,13 @@ def submission_info(submission) -> SubmissionInfo:
 def new_record(*, source: str, submission: SubmissionInfo, mode: str, cases: str, flush: str, device: Device,
                versions: dict, status: str, reason: str, results: list, warnings: list, started: str,
                finished: str, remote: dict | None = None, interpreter: bool = False,
-               git: dict | None = None, standin: str | None = None, estimate: dict | None = None) -> Record:
+               git: dict | None = None, standin: str | None = None, estimate: dict | None = None,
+               protection: str | None = None) -> Record:
     return Record(schema=SCHEMA_VERSION, run_id=ledger.new_run_id(), source=source, submission=submission,
                   mode=mode, cases=cases, flush=flush, device=device, versions=dict(versions), status=status,
                   reason=reason, results=list(results), warnings=list(warnings), started=started,
                   finished=finished, remote=remote, interpreter=interpreter, standin=standin, git=git,
-                  estimate=estimate)
+                  estimate=estimate, protection=protection)
 
 
 # ---------------------------------------------------------------- reading and checking, in one place
@@ -156,7 +158,7 @@ def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None 
         started=str(raw.get("started") or ""), finished=str(raw.get("finished") or ""),
         remote=dict(raw["remote"]) if raw.get("remote") else None, interpreter=bool(interpreter),
         standin=str(raw["standin"]) if raw.get("standin") else None, git=dict(raw["git"]) if raw.get("git") else None,
-        estimate=dict(raw["estimate"]) if raw.get("estimate") else None)
+        estimate=dict(raw["estimate"]) if raw.get("estimate") else None, protection=raw.get("protection"))
 
 
 def usable(raws: list[dict], root: Path = REPO_ROOT) -> list[Record]:

@@ -16,7 +16,6 @@ A child announces itself with {"ready": true} once torch and reference.py are im
 import argparse
 import ctypes
 import dataclasses
-import errno
 import importlib.abc
 import importlib.util
 import json
@@ -24,33 +23,21 @@ import os
 import resource
 import signal
 import sys
-import traceback
 
 from harness.aiter_standin import loader as aiter_standin
-from harness.aiter_standin.errors import StandInError
-from harness.run import accuracy
+from harness.run import accuracy, faults
+from harness.run.faults import SubmissionImportError, TamperError
 from harness.run import timing
-from harness.run.limits import format_size, memory_limit, output_limit
+from harness.run.limits import memory_limit, output_limit
 from harness.paths import REPO_ROOT
 from harness.run.poison import poison_output_memory, poisoned_share
+from harness.sandbox import inside, procs
 
 SEED_STEP = 13  # leaderboard mode: every timed call gets fresh input from seed += 13
 
 # ---------------------------------------------------------------------------------------------
 # 1. Defences
 # ---------------------------------------------------------------------------------------------
-
-
-class Verdict(Exception):
-    """A failure the harness words itself: reported as str(exc), without a type name."""
-
-
-class SubmissionImportError(Verdict):
-    """The submission could not be imported; every later case would fail the same way."""
-
-
-class TamperError(Verdict):
-    """The submission replaced something the evaluation relies on."""
 
 
 # What the evaluation relies on; taken before the submission is imported and used from there on.
@@ -178,7 +165,7 @@ def _custom_kernel():
         import submission  # the finder in child_main maps module `submission` to the submission file
     except Exception as exc:
         # A SyntaxError names its own line; for the rest the reply adds the submission's line from the cause.
-        raise SubmissionImportError(_import_failure(exc)) from (None if isinstance(exc, SyntaxError) else exc)
+        raise SubmissionImportError(faults.import_failure(exc)) from (None if isinstance(exc, SyntaxError) else exc)
     if not already_imported:
         try:
             verify_untampered()
@@ -188,16 +175,6 @@ def _custom_kernel():
     if not callable(custom_kernel):
         raise SubmissionImportError("the submission defines no custom_kernel(data)")
     return custom_kernel
-
-
-def _import_failure(exc: Exception) -> str:
-    """'SyntaxError: '(' was never closed (submission line 9)' or the exception's first line."""
-    first_line = (str(exc).strip().splitlines() or [""])[0]
-    if isinstance(exc, SyntaxError):
-        return f"SyntaxError: {exc.msg} (submission line {exc.lineno})"
-    if isinstance(exc, StandInError):  # the stand-in's own words: which aiter name or argument, and why
-        return f"{first_line} (while importing the submission)"
-    return f"{type(exc).__name__} while importing the submission: {first_line}"
 
 
 def _submission_notes() -> dict:
@@ -327,60 +304,6 @@ class _SubmissionFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location("submission", self.path)
 
 
-def one_line_error(exc: BaseException, submission_path: str) -> str:
-    """'ValueError: bad shape (submission line 12)': the exception and the deepest frame in the submission."""
-    if isinstance(exc, Verdict):  # the harness's own words, plus where in the submission the cause arose
-        return f"{exc}{_submission_line(exc.__cause__, submission_path)}" if exc.__cause__ else str(exc)
-    where = _submission_line(exc, submission_path)
-    first_line = (str(exc).strip().splitlines() or [""])[0]
-    if isinstance(exc, StandInError):  # a refusal or an uncovered aiter name: the stand-in's words, no type name
-        return f"{first_line}{where}"
-    if os.environ.get("MLA_DEVICE") == "cpu" and ("not compiled with CUDA" in first_line or "NVIDIA driver" in first_line):
-        return (f"this run is on the CPU, but the submission asks for a CUDA device (device=\"cuda\" hard-coded? "
-                f"use the inputs' device, q.device){where}")
-    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
-        return (f"output cap: the submission wrote more than {format_size(output_limit())} to stdout/stderr "
-                f"(the worker's log is capped){where}")
-    if _is_out_of_memory(exc):
-        limit = f"; a CPU worker may map {format_size(memory_limit())}" if os.environ.get("MLA_DEVICE") == "cpu" else ""
-        return f"out of memory: {type(exc).__name__}: {first_line}{where}{limit}"
-    return f"{type(exc).__name__}: {first_line}{where}".rstrip()
-
-
-def _submission_line(exc: BaseException, submission_path: str) -> str:
-    """' (submission line 12)' for the deepest frame of the traceback inside the submission, else ''."""
-    where = ""
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if os.path.abspath(frame.filename) == submission_path:
-            where = f" (submission line {frame.lineno})"
-    return where
-
-
-def _is_out_of_memory(exc: BaseException) -> bool:
-    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
-
-
-def _print_submission_traceback(exc: BaseException) -> None:
-    """The traceback into the worker's log, without the harness's own frames (users debug their code, not ours)."""
-    harness_dir = str(REPO_ROOT / "harness") + os.sep
-    origin = exc.__cause__ or exc.__context__  # what went wrong in the submission, behind our own wording
-    shown = origin if isinstance(exc, Verdict) and origin is not None and not isinstance(origin, Verdict) else exc
-    if isinstance(shown, (Verdict, StandInError)):
-        text = f"{shown}\n"  # the harness's own words; there is no traceback to show
-    else:
-        frames = [f for f in traceback.extract_tb(shown.__traceback__) if not f.filename.startswith(harness_dir)]
-        text = "".join(["Traceback (harness frames left out):\n", *traceback.format_list(frames),
-                        *traceback.format_exception_only(type(shown), shown)])
-    try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except OSError:
-        pass  # past the output cap: the reply still says what happened
-
-
 def _apply_limits() -> None:
     """Cap what the child may write (its log included) and, on the CPU, how much memory it may map."""
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the cap a write fails with EFBIG instead of killing us
@@ -398,7 +321,7 @@ def _die_with_parent(parent_pid: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass  # not Linux: the closed requests pipe still ends an idle child
-    if os.getppid() != parent_pid:  # the parent died before the request above took effect
+    if parent_pid and os.getppid() != parent_pid:  # the parent died before the request above took effect
         os._exit(1)
 
 
@@ -409,8 +332,10 @@ def child_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reply-fd", type=int, required=True)
     parser.add_argument("--parent", type=int, required=True)
     options = parser.parse_args(argv)
-    _die_with_parent(options.parent)
+    _die_with_parent(options.parent)  # 0 in a sandbox's PID namespace, where the harness's pid is not visible
     _apply_limits()
+    inside.forbid_network()
+    procs.become_subreaper()  # a grandchild that calls setsid() stays below this process, where the loop finds it
     # Nothing the submission starts may inherit the pipes (it could forge replies).
     os.set_inheritable(options.request_fd, False)
     os.set_inheritable(options.reply_fd, False)
@@ -432,9 +357,13 @@ def child_main(argv: list[str] | None = None) -> int:
         try:
             reply = {"ok": True, "result": OPERATIONS[request["op"]](**request["args"])}
         except Exception as exc:  # the submission's fault: report it, keep the harness alive
-            _print_submission_traceback(exc)
-            reply = {"ok": False, "status": "error", "message": one_line_error(exc, submission_path),
+            faults.print_submission_traceback(exc)
+            reply = {"ok": False, "status": "error", "message": faults.one_line_error(exc, submission_path),
                      "import_failed": isinstance(exc, SubmissionImportError)}
+        escaped = procs.left_the_session()
+        if escaped:
+            reply = {"ok": False, "status": "error", "message": "started a process that left its session (setsid) to "
+                     f"outlive the run: {escaped[0]} (killed)", "import_failed": False}
         reply["standin"] = "aiter" if aiter_standin.served() else None
         reply["nonce"] = request.get("nonce")
         replies.write(json.dumps(reply) + "\n")

@@ -343,12 +343,13 @@ def log_file_for(submission: Submission, mode: str, log_dir: Path | None = None)
 def evaluate(submission: Submission, platform: Platform, mode: str, specs: list, *, cases_name: str,
              flush: str, timeout_s: float, case_timeout_s: float | None = None, secret: int | None = None,
              budgets: Budgets = OFFICIAL_BUDGETS, log_dir: Path | None = None, progress=_no_progress,
-             on_case=_no_case_report, stress_specs: list | None = None) -> RunResult:
+             on_case=_no_case_report, stress_specs: list | None = None, jail=None) -> RunResult:
     """Run every case of one submission in `mode` in its own worker; never raises for the submission's faults.
 
     timeout_s bounds the whole run (the official limit); case_timeout_s, when given, each case too.
     on_case(index, total, result) is called as each case finishes. stress_specs (test mode): structured cases
-    run after the official ones pass; what they find becomes warnings, never the verdict.
+    run after the official ones pass; what they find becomes warnings, never the verdict. `jail`
+    (harness/sandbox/guard.py) is where the child runs, None for unprotected.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
@@ -375,7 +376,7 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         budgets = interpreter_budgets(budgets)
     elif "aiter" in (submission.requirements | submission.optional) and platform.versions.get("aiter") is None:
         budgets = interpreter_budgets(budgets, STANDIN_REPEATS)  # the stand-in will serve it: correctness only
-    with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret) as worker:
+    with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret, jail=jail) as worker:
         stressed = []
         if mode == "test":
             results = run_tests(worker, cases, limit, progress, on_case)
@@ -404,8 +405,9 @@ def geomean_ns(run: RunResult) -> float | None:
     return geomean(means) if len(means) == len(run.results) else None
 
 
-def record(run: RunResult, checkout: dict | None = None) -> records.Record:
-    """The ledger record of one run (its shape: harness/results/records.py); `checkout` is the git commit that ran it."""
+def record(run: RunResult, checkout: dict | None = None, protection: str | None = None) -> records.Record:
+    """The ledger record of one run (its shape: harness/results/records.py); `checkout` is the git commit that ran it,
+    `protection` what kept the submission from changing files on disk."""
     sub = run.submission
     return records.new_record(
         source="local",
@@ -413,4 +415,5 @@ def record(run: RunResult, checkout: dict | None = None) -> records.Record:
         mode=run.mode, cases=run.cases, flush=run.flush, device=run.platform.record_device(),
         versions=run.platform.versions, status=run.status, reason=run.reason,
         results=[result.record() for result in run.results], warnings=run.warnings,
-        started=run.started, finished=run.finished, interpreter=run.interpreter, standin=run.standin, git=checkout)
+        started=run.started, finished=run.finished, interpreter=run.interpreter, standin=run.standin, git=checkout,
+        protection=protection)

@@ -14,6 +14,7 @@ from harness.run import cases
 from harness.results import ledger
 from harness.run import protocol
 from harness.run import timing
+from harness.sandbox import guard
 from harness import platform as platforms
 from harness.submission import Submission
 
@@ -37,6 +38,7 @@ class Settings:
     checkout: dict | None        # {"commit", "dirty"} of this checkout, None outside git
     notices: list                # one line each, for the user: what was chosen for them
     stress_specs: list = dataclasses.field(default_factory=list)  # default test mode: stress cases, warnings only
+    protection: guard.Protection = guard.Protection("off", "")  # what keeps the child from changing files on disk
 
 
 def git_checkout(root=paths.REPO_ROOT) -> dict | None:
@@ -64,7 +66,7 @@ def check_results_writable() -> None:
 
 
 def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout_s: float | None,
-           case_timeout_s: float | None = None) -> Settings:
+           case_timeout_s: float | None = None, protection: str = "auto") -> Settings:
     """The run's settings on this machine; CaseError / PlatformError / ResultsError (one line) for what cannot work."""
     here = platforms.detect(device)
     notices = []
@@ -85,7 +87,8 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
     except ValueError as error:
         raise cases.CaseError(str(error)) from None
     check_results_writable()
-    return Settings(platform=here, mode=mode, specs=specs, cases_name=cases_arg, flush=flush,
+    chosen = guard.choose(protection)
+    return Settings(protection=chosen, platform=here, mode=mode, specs=specs, cases_name=cases_arg, flush=flush,
                     timeout_s=timeout_s or cases.case_timeout_s(mode), case_timeout_s=case_timeout_s,
                     secret=secret, checkout=git_checkout(), notices=notices, stress_specs=stress_specs)
 
@@ -99,12 +102,18 @@ class Outcome:
 
 def evaluate_and_record(submission: Submission, settings: Settings, progress=protocol._no_progress,
                         on_case=protocol._no_case_report) -> Outcome:
-    """protocol.evaluate for one submission, then its record appended to the ledger (or why it could not be)."""
-    run = protocol.evaluate(submission, settings.platform, settings.mode, settings.specs,
-                            cases_name=settings.cases_name, flush=settings.flush, timeout_s=settings.timeout_s,
-                            case_timeout_s=settings.case_timeout_s, secret=settings.secret, progress=progress,
-                            on_case=on_case, stress_specs=settings.stress_specs)
-    record = protocol.record(run, settings.checkout)
+    """protocol.evaluate for one submission under the run's protection, then its record appended to the ledger (or
+    why it could not be). A file changed on disk or a process left running fails the run (harness/sandbox/guard.py)."""
+    with guard.Watch(settings.protection) as watch:
+        run = protocol.evaluate(submission, settings.platform, settings.mode, settings.specs,
+                                cases_name=settings.cases_name, flush=settings.flush, timeout_s=settings.timeout_s,
+                                case_timeout_s=settings.case_timeout_s, secret=settings.secret, progress=progress,
+                                on_case=on_case, stress_specs=settings.stress_specs,
+                                jail=watch.jail)
+        problems = watch.problems()
+    if problems:
+        run = dataclasses.replace(run, status="fail", reason=problems[0], warnings=run.warnings + problems[1:])
+    record = protocol.record(run, settings.checkout, settings.protection.label)
     try:
         ledger.append(record)
     except OSError as error:

@@ -67,8 +67,10 @@ def cap(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 class Worker:
     """A child process that serves one submission; restarted after any crash, timeout or exception."""
 
-    def __init__(self, submission_path: Path, device: str, log_path: Path, triton_interpreter: bool = False):
+    def __init__(self, submission_path: Path, device: str, log_path: Path, triton_interpreter: bool = False,
+                 jail=None):
         self.submission_path = Path(submission_path)
+        self.jail = jail  # harness/sandbox/guard.py's Jail: the sandbox or the private copies the child runs in
         self.device = device
         self.log_path = Path(log_path)
         self.env = child_environment(device, triton_interpreter)
@@ -98,10 +100,12 @@ class Worker:
         with open(self.log_path, "ab") as log:
             log.write(f"=== worker started {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
             log.flush()
+            parent = 0 if self.jail is not None and self.jail.hides_parent else os.getpid()
+            argv = [sys.executable, "-m", "harness.run.child", "--submission", str(self.submission_path),
+                    "--request-fd", str(request_read), "--reply-fd", str(reply_write), "--parent", str(parent)]
+            argv, env, cwd = self.jail.wrap(argv, self.env) if self.jail is not None else (argv, self.env, REPO_ROOT)
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "harness.run.child", "--submission", str(self.submission_path),
-                 "--request-fd", str(request_read), "--reply-fd", str(reply_write), "--parent", str(os.getpid())],
-                cwd=REPO_ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 pass_fds=(request_read, reply_write), start_new_session=True,
             )
         os.close(request_read)
@@ -216,6 +220,8 @@ class Worker:
             self._forget()
             return "the worker closed its reply pipe but did not exit (killed)"
         self._forget()
+        if self.jail is not None:
+            returncode = self.jail.returncode(returncode)
         if returncode == 0:
             return "the worker exited (code 0) before replying"
         return exit_reason(returncode)
