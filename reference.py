@@ -260,7 +260,7 @@ STRESS_KINDS = ("peaked", "heavy", "qscale")
 PEAK_TOKENS = 4
 PEAK_LOGIT = 10.0  # the peak keys' score above the mean, in softmax units
 HEAVY_SIGMA = 0.5
-Q_GAIN = 4.0
+Q_GAIN = 3.0
 
 
 def _stressed(kind: str, q: torch.Tensor, kv: torch.Tensor, lens: list[int], qseqlen: int, gen: torch.Generator):

@@ -136,7 +136,7 @@ def submission_lines(found: list, here, can_run) -> list[str]:
     lines = [f"submissions · this machine: {here.describe()}"]
     for sub in found:
         ok, reason = can_run(sub, here)
-        lines.append(f"{sub.number} {sub.path.name}: needs {needs_here(sub, here)}; "
+        lines.append(f"{sub.number if sub.numbered else '-'} {sub.path.name}: needs {needs_here(sub, here)}; "
                      f"runs here: {'yes' if ok else 'no'}" + (f"; {reason}" if reason else ""))
     return lines
 
@@ -148,7 +148,7 @@ def submissions_table(found: list, here, can_run) -> Table:
     table.add_column("why / how", overflow="fold")
     for sub in found:
         ok, reason = can_run(sub, here)
-        table.add_row(str(sub.number), sub.path.name, needs_here(sub, here),
+        table.add_row(str(sub.number) if sub.numbered else "-", sub.path.name, needs_here(sub, here),
                       "[green]yes[/]" if ok else "[yellow]no[/]", escape(reason))
     return table
 
