@@ -60,7 +60,7 @@ def test_list_shows_the_standin_where_it_would_be_used():
     sub = subs.from_path(REPO / "submissions" / "014_aiter_persistent.py")
     assert display.needs_here(sub, here) == "aiter (stand-in here), torch"
     assert display.needs_here(sub, real) == "aiter, torch"
-    assert platforms.can_run(sub, here)[0]
+    assert platforms.can_run(sub, here) == (True, platforms.AITER_STANDIN)
 
 
 def test_harness_list_shows_the_standin_on_the_repository_and_on_a_sample():

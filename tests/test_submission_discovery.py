@@ -187,8 +187,8 @@ def test_skip_reason_names_what_is_missing_and_what_this_machine_is():
 
 def test_aiter_runs_everywhere_on_the_standin_where_aiter_is_missing():
     aiter = subs.from_path(SAMPLES / "aiter_decode.py")
-    assert platforms.can_run(aiter, H200) == (True, "")
-    assert platforms.can_run(aiter, MI300X_NO_AITER) == (True, "")
+    assert platforms.can_run(aiter, H200) == (True, platforms.AITER_STANDIN)
+    assert platforms.can_run(aiter, MI300X_NO_AITER) == (True, platforms.AITER_STANDIN)
     assert platforms.can_run(aiter, MI355X) == (True, "")
 
 
