@@ -260,7 +260,7 @@ STRESS_KINDS = ("peaked", "heavy", "qscale")
 PEAK_TOKENS = 4
 PEAK_LOGIT = 10.0  # the peak keys' score above the mean, in softmax units
 HEAVY_SIGMA = 0.5
-Q_GAIN = 4.0
+Q_GAIN = 3.0
 
 
 def _stressed(kind: str, q: torch.Tensor, kv: torch.Tensor, lens: list[int], qseqlen: int, gen: torch.Generator):
@@ -296,7 +296,7 @@ def _aiter_available(device: torch.device) -> bool:
         import aiter.mla  # noqa: F401
     except Exception:
         return False
-    return True
+    return not getattr(sys.modules["aiter"], "__standin__", False)  # a harness's stand-in is no reference
 
 
 def _aiter_a8w8_decode(q8, q_scale, kv8, kv_scale, qo_indptr, kv_indptr, config) -> torch.Tensor:

@@ -352,10 +352,11 @@ def estimate(submission, target, device, as_json):
 
 
 @main.command(name="list")
+@click.argument("submissions", nargs=-1)
 @device_option
 @reports_errors
-def list_submissions(device):
-    """Every submission, what it needs, and whether this machine can run it."""
+def list_submissions(submissions, device):
+    """Every submission (or the ones named: numbers or files), what it needs, and whether this machine can run it."""
     from rich.markup import escape
 
     from harness import display, paths
@@ -363,7 +364,7 @@ def list_submissions(device):
     from harness import submission as subs
 
     here = platforms.detect(device)
-    found = subs.discover()
+    found = [subs.resolve(arg) for arg in submissions] if submissions else subs.discover()
     console = display.console()
     if not found:
         console.print(f"no submissions in {escape(paths.shown(paths.SUBMISSIONS_DIR))}")

@@ -181,7 +181,7 @@ def submission_lines(found: list, here, can_run) -> list[str]:
     lines = [f"submissions · this machine: {here.describe()}"]
     for sub in found:
         ok, reason = can_run(sub, here)
-        lines.append(f"{sub.number} {sub.path.name}: needs {needs_here(sub, here)}; "
+        lines.append(f"{sub.number if sub.numbered else '-'} {sub.path.name}: needs {needs_here(sub, here)}; "
                      f"runs here: {'yes' if ok else 'no'}" + (f"; {reason}" if reason else ""))
     return lines
 
@@ -197,7 +197,7 @@ def print_submissions(console, found: list, here, can_run) -> None:
     rows = []
     for sub in found:
         ok, reason = can_run(sub, here)
-        rows.append([str(sub.number), escape(sub.path.name), escape(needs_here(sub, here)),
+        rows.append([str(sub.number) if sub.numbered else "-", escape(sub.path.name), escape(needs_here(sub, here)),
                      "[green]yes[/]" if ok else "[yellow]no[/]", escape(reason)])
     print_fitted(console, *fit(console.width, columns, rows, title=f"submissions · this machine: {here.describe()}",
                                title_justify="left"))

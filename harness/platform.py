@@ -10,6 +10,12 @@ import torch
 from harness import __version__
 from harness.submission import Submission
 
+AITER_STANDIN = ("aiter stand-in: correctness only (AMD's aiter is not installed here: the harness's torch stand-in "
+                 "serves it; its times say nothing about MI355X)")
+OPTIONAL_AITER_STANDIN = ("aiter (optional): the harness's stand-in serves `import aiter` here, so the file's aiter "
+                          "path runs where it imports it (correctness only)")
+
+
 class PlatformError(ValueError):
     """A device request this machine cannot satisfy (message is one line for the user)."""
 
@@ -114,6 +120,8 @@ def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
         return False, f"needs Triton, which is not installed; {here}"
     notes = [f"{name} (optional) is not available here: its fallback path runs"
              for name in sorted(submission.optional) if not _available(name, platform)]
+    if "aiter" in needs | submission.optional and platform.versions.get("aiter") is None:
+        notes.append(OPTIONAL_AITER_STANDIN if "aiter" in submission.optional else AITER_STANDIN)
     uses_triton = "triton" in needs or ("triton" in submission.optional and _available("triton", platform))
     if uses_triton and platform.backend == "cpu":
         notes.append("Triton kernels run through the interpreter (TRITON_INTERPRET=1)")

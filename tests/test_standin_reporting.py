@@ -61,4 +61,19 @@ def test_list_shows_the_standin_where_it_would_be_used():
     sub = subs.from_path(REPO / "submissions" / "014_aiter_persistent.py")
     assert display.needs_here(sub, here) == "aiter (stand-in here), torch"
     assert display.needs_here(sub, real) == "aiter, torch"
-    assert platforms.can_run(sub, here)[0]
+    assert platforms.can_run(sub, here) == (True, platforms.AITER_STANDIN)
+
+
+def test_harness_list_shows_the_standin_on_the_repository_and_on_a_sample():
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    here = platforms.detect("cpu")
+    if here.versions.get("aiter") is not None:
+        pytest.skip("AMD's aiter is installed here: the stand-in is never used")
+    listed = CliRunner().invoke(main, ["list", "--device", "cpu"])
+    assert listed.exit_code == 0 and "014_aiter_persistent.py: needs aiter (stand-in here), torch" in listed.output
+    sample = REPO / "tests" / "samples" / "aiter" / "standin" / "page_size_8.py"
+    one = CliRunner().invoke(main, ["list", str(sample), "--device", "cpu"])
+    assert one.exit_code == 0 and "- page_size_8.py: needs aiter (stand-in here), torch; runs here: yes" in one.output
