@@ -353,9 +353,10 @@ def estimate(submission, target, device, as_json):
 
 @main.command(name="list")
 @click.argument("submissions", nargs=-1)
+@all_option
 @device_option
 @reports_errors
-def list_submissions(submissions, device):
+def list_submissions(submissions, run_all, device):
     """Every submission (or the ones named: numbers or files), what it needs, and whether this machine can run it."""
     from rich.markup import escape
 
@@ -363,6 +364,7 @@ def list_submissions(submissions, device):
     from harness import platform as platforms
     from harness import submission as subs
 
+    check_submissions_or_all(submissions, run_all)
     here = platforms.detect(device)
     found = [subs.resolve(arg) for arg in submissions] if submissions else subs.discover()
     console = display.console()
