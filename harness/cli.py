@@ -336,6 +336,7 @@ def estimate(submission, target, device, as_json):
 
     from harness import display, platform as platforms, submission as subs
     from harness.estimate import runner
+    from harness.results import ledger
     from harness.run import session
 
     chosen, here = subs.resolve(submission), platforms.detect(device)
@@ -346,7 +347,8 @@ def estimate(submission, target, device, as_json):
     try:
         record = runner.save(result, session.git_checkout())
     except OSError as error:
-        raise session.ResultsError(f"the estimate could not be written to the ledger: {error}") from None
+        raise session.ResultsError("the estimate could not be written to the ledger: "
+                                   f"{ledger.why_unwritten(error)}") from None
     click.echo(json.dumps(record, indent=2)) if as_json else display.print_estimate(console, result)
     raise SystemExit(EXIT_FAILED if result.status == "fail" else EXIT_PASSED)
 
@@ -435,7 +437,7 @@ def compile_command(submission, target):
         raise session.ResultsError("the compile's record could not be written to the ledger: "
                                    f"{ledger.why_unwritten(error)}") from None
     if outcome.syntax_error:
-        click.echo("{}:{}: SyntaxError: {} (nothing compiled)".format(path.name, *outcome.syntax_error))
+        click.echo(f"{outcome.syntax_error_line(path.name)} (nothing compiled)")
     if outcome.hip is not None:
         display.print_hip_report(console, outcome.hip)
     if outcome.triton:

@@ -13,8 +13,9 @@ from rich.table import Table
 
 from harness import paths
 from harness.fitted_table import FitColumn, fit
+from harness.platform import AITER_STANDIN_MARK
 from harness.run import protocol
-from harness.results.figures import format_us, geomean
+from harness.results.figures import format_model_band, format_model_us, format_us, geomean
 
 STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "skip": "yellow"}
 PIPED_WIDTH = 200  # piped, rich assumes 80 columns and cuts table cells; a wide page keeps every column whole
@@ -91,7 +92,7 @@ def run_table(run, width: int) -> tuple[Table, list[str]]:
     if timed:
         title += f" · flush {run.flush}"
     if getattr(run, "standin", None):
-        title += " · aiter stand-in: correctness only"
+        title += f" · {AITER_STANDIN_MARK}"
     columns = [FitColumn("#", figure=True, justify="right"), FitColumn("case\n(bs×kv seed)", room=10),
                FitColumn("status", figure=True), FitColumn("rel err\n(× ref noise)", figure=True, justify="right",
                                                            below=1)]
@@ -317,10 +318,6 @@ def print_hip_report(console, report) -> None:
         console.print(f"[dim]note: {escape(note)}[/]")
 
 
-def _us(value: float) -> str:
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
-
-
 def estimate_table(result) -> Table:
     """One row per official shape: the MI355X estimate in benchmark and ranked mode, with bands (harness estimate)."""
     table = Table(title=escape(f"{result.submission.label}: MI355X estimate (cost model, not a measurement; "
@@ -333,8 +330,9 @@ def estimate_table(result) -> Table:
         e = shape.estimate
         if e is None:
             continue
-        table.add_row(short_spec(shape.spec), _us(e.us), f"{_us(e.low_us)}–{_us(e.high_us)}", _us(e.ranked_us),
-                      f"{_us(e.ranked_low_us)}–{_us(e.ranked_high_us)}", ", ".join(map(str, shape.recorded_kv)),
+        table.add_row(short_spec(shape.spec), format_model_us(e.us), format_model_band(e.low_us, e.high_us),
+                      format_model_us(e.ranked_us), format_model_band(e.ranked_low_us, e.ranked_high_us),
+                      ", ".join(map(str, shape.recorded_kv)),
                       escape(shape.note))
     return table
 
@@ -354,7 +352,7 @@ def estimate_breakdown(result) -> Table:
             key = (priced.launch.kind, priced.launch.name)
             row = rows.setdefault(key, {"cells": [""] * len(shapes), "basis": priced.basis})
             count = f"{priced.launch.count}× " if priced.launch.count > 1 else ""
-            row["cells"][index] = f"{count}{_us(priced.us)}"
+            row["cells"][index] = f"{count}{format_model_us(priced.us)}"
     for (kind, what), row in rows.items():
         table.add_row(kind, escape(what), *row["cells"], escape(row["basis"]))
     return table
@@ -369,9 +367,10 @@ def print_estimate(console, result) -> None:
     figures = result.geomeans()
     lowest, highest = result.model.errors
     console.print(escape(
-        f"{result.submission.label}: MI355X estimate, geomean {_us(figures['us'])} µs in benchmark mode "
-        f"(band {_us(figures['low_us'])}–{_us(figures['high_us'])}), {_us(figures['ranked_us'])} µs in ranked mode "
-        f"(band {_us(figures['ranked_low_us'])}–{_us(figures['ranked_high_us'])}). A model's estimate, not a "
+        f"{result.submission.label}: MI355X estimate, geomean {format_model_us(figures['us'])} µs in benchmark "
+        f"mode (band {format_model_band(figures['low_us'], figures['high_us'])}), "
+        f"{format_model_us(figures['ranked_us'])} µs in ranked mode "
+        f"(band {format_model_band(figures['ranked_low_us'], figures['ranked_high_us'])}). A model's estimate, not a "
         f"measurement: the band covers the leave-one-out errors of its calibration figures ({lowest:+.1%} to "
         f"{highest:+.1%}), widened by what has no figure."), highlight=False)
     widened: dict = {}
@@ -392,8 +391,8 @@ def estimate_diff_table(comparison) -> Table:
         table.add_column(column, justify="left" if column == "shape" else "right")
     rows = list(comparison.shapes) + [("geomean", comparison.a_geomean, comparison.b_geomean)]
     for name, fa, fb in rows:
-        table.add_row(name, _us(fa["us"]), f"{_us(fa['low_us'])}–{_us(fa['high_us'])}", _us(fb["us"]),
-                      f"{_us(fb['low_us'])}–{_us(fb['high_us'])}", f"{fa['us'] / fb['us']:.2f}×")
+        table.add_row(name, format_model_us(fa["us"]), format_model_band(fa["low_us"], fa["high_us"]), format_model_us(fb["us"]),
+                      format_model_band(fb["low_us"], fb["high_us"]), f"{fa['us'] / fb['us']:.2f}×")
     return table
 
 

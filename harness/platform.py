@@ -10,7 +10,8 @@ import torch
 from harness import __version__
 from harness.submission import Submission
 
-AITER_STANDIN = ("aiter stand-in: correctness only (AMD's aiter is not installed here: the harness's torch stand-in "
+AITER_STANDIN_MARK = "aiter stand-in: correctness only"  # in every table, record and note a stand-in run touches
+AITER_STANDIN = (f"{AITER_STANDIN_MARK} (AMD's aiter is not installed here: the harness's torch stand-in "
                  "serves it; its times say nothing about MI355X)")
 OPTIONAL_AITER_STANDIN = ("aiter (optional): the harness's stand-in serves `import aiter` here, so the file's aiter "
                           "path runs where it imports it (correctness only)")
@@ -120,12 +121,23 @@ def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
         return False, f"needs Triton, which is not installed; {here}"
     notes = [f"{name} (optional) is not available here: its fallback path runs"
              for name in sorted(submission.optional) if not _available(name, platform)]
-    if "aiter" in needs | submission.optional and platform.versions.get("aiter") is None:
+    if standin_serves_aiter(submission, platform):
         notes.append(OPTIONAL_AITER_STANDIN if "aiter" in submission.optional else AITER_STANDIN)
     uses_triton = "triton" in needs or ("triton" in submission.optional and _available("triton", platform))
     if uses_triton and platform.backend == "cpu":
         notes.append("Triton kernels run through the interpreter (TRITON_INTERPRET=1)")
     return True, "; ".join(notes)
+
+
+def standin_serves_aiter(submission: Submission, platform: Platform) -> bool:
+    """The harness's aiter stand-in will serve the file's `import aiter` here: no real aiter is installed."""
+    return "aiter" in (submission.requirements | submission.optional) and platform.versions.get("aiter") is None
+
+
+def interprets_triton(submission: Submission, platform: Platform) -> bool:
+    """Its Triton kernels run through TRITON_INTERPRET here (on a CPU; an optional triton import succeeds wherever
+    Triton is installed, so its kernels need the interpreter too)."""
+    return "triton" in (submission.requirements | submission.optional) and not platform.is_gpu
 
 
 def _available(name: str, platform: Platform) -> bool:

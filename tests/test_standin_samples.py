@@ -61,7 +61,7 @@ def test_sample_verdict_on_the_cpu(tmp_path, path, key, expected):
     mode, specs = CPU_RUNS[key]
     run = protocol.evaluate(subs.from_path(path), CPU, mode, specs, cases_name="test", flush="fast",
                             timeout_s=300.0, budgets=QUICK, log_dir=tmp_path)
-    assert run.standin == "aiter" and sum(protocol.STANDIN_MARK in w for w in run.warnings) == 1
+    assert run.standin == "aiter" and sum(platforms.AITER_STANDIN_MARK in w for w in run.warnings) == 1
     check_verdict(run, expected, f"{path.name} {key}")
 
 

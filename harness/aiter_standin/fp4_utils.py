@@ -6,9 +6,6 @@ from harness.aiter_standin import journal
 from harness.aiter_standin.dtypes import fp4x2, fp8_e8m0
 from harness.aiter_standin.errors import NotCovered
 
-E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
-
-
 def dynamic_mxfp4_quant(x: torch.Tensor, scaling_mode: str = "even", shuffle: bool = False):
     """(x_fp4 (M, N/2) fp4x2, scales (cdiv(M, 256) * 256, cdiv(N/32, 8) * 8) e8m0); rows past M unwritten."""
     import reference  # the repository root's portable quantizer (already imported by the child)
@@ -25,10 +22,11 @@ def dynamic_mxfp4_quant(x: torch.Tensor, scaling_mode: str = "even", shuffle: bo
 
 
 def mxfp4_to_f32(x: torch.Tensor) -> torch.Tensor:
-    """float32 (..., 2 * N) from packed fp4 (..., N): low nibble first."""
+    """float32 (..., 2 * N) from packed fp4 (..., N): low nibble first (reference.py's E2M1 table)."""
+    import reference
+
     raw = x.view(torch.uint8)
-    codes = torch.stack((raw & 0xF, raw >> 4), dim=-1).flatten(-2)
-    return torch.tensor(E2M1_VALUES, dtype=torch.float32, device=x.device)[codes.long()]
+    return reference.e2m1_decode(torch.stack((raw & 0xF, raw >> 4), dim=-1).flatten(-2))
 
 
 def e8m0_to_f32(scale_e8m0_biased: torch.Tensor) -> torch.Tensor:

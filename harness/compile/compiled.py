@@ -32,6 +32,10 @@ class Compiled:
         return (bool(self.syntax_error) or any(r.error and not r.skipped for r in self.triton)
                 or bool(self.hip and self.hip.blocking))
 
+    def syntax_error_line(self, name: str) -> str:
+        """'FILE:LINE: SyntaxError: message', as a compiler names the line that stopped it."""
+        return "{}:{}: SyntaxError: {}".format(name, *self.syntax_error)
+
 
 def record(submission, target: str, outcome: Compiled, versions: dict, started: str, finished: str) -> dict:
     """A ledger record of the compile (mode "compile"): the scoreboard's "where verified" reads it."""

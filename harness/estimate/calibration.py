@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.results.floors import HEADS, KV_BYTES_PER_TOKEN, QK_DIM, V_DIM
+
 DATA_FILE = Path(__file__).resolve().parent / "data" / "mi355x_costs.json"
-NUM_HEADS, QK_HEAD_DIM, V_HEAD_DIM = 16, 576, 512
-MXFP4_ROW_BYTES = QK_HEAD_DIM // 2 + QK_HEAD_DIM // 32  # fp4x2 values plus one e8m0 scale per 32
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def element_bytes(dtype: str | None, default: float) -> float:
     """Bytes per element of a dtype as torch or aiter names it ('torch.float8_e4m3fn', 'fp8', 'bf16', 'fp4x2')."""
     text = str(dtype or "").lower()
     if "fp4" in text or "uint8" in text:
-        return MXFP4_ROW_BYTES / QK_HEAD_DIM
+        return KV_BYTES_PER_TOKEN["mxfp4"] / QK_DIM
     if "float8" in text or "fp8" in text:
         return 1.0
     if "16" in text:
@@ -93,8 +93,7 @@ def variant_dtypes(variant: str | None) -> tuple:
 def kernel_bytes(total_q: int, total_kv: int, q_bytes: float, kv_bytes: float) -> float:
     """What an MLA decode kernel must move: every KV row and Q read once, the bf16 output written once.
     Split partials are left out on purpose: the fitted per-byte cost of each variant carries them."""
-    return (total_kv * QK_HEAD_DIM * kv_bytes + total_q * NUM_HEADS * QK_HEAD_DIM * q_bytes
-            + total_q * NUM_HEADS * V_HEAD_DIM * 2)
+    return total_kv * QK_DIM * kv_bytes + total_q * HEADS * QK_DIM * q_bytes + total_q * HEADS * V_DIM * 2
 
 
 def variant_key(variant: str | None, persistent: bool | None) -> str:

@@ -8,13 +8,12 @@ The result is a ledger record of mode "estimate": never a measured time.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass, field
 
 from harness.estimate import fit, launches as launch_lists
 from harness.estimate.model import Model, ShapeEstimate, estimate_shape
-from harness.platform import Platform
+from harness.platform import Platform, interprets_triton
 from harness.results import ledger, records
 from harness.results.figures import geomean
 from harness.run import cases, protocol
@@ -74,13 +73,10 @@ def row_budget() -> int:
     return int(text)
 
 
-def _refusal_before_running(submission: Submission, platform: Platform) -> str:
+def _refusal_before_running(submission: Submission) -> str:
     if "hip" in submission.requirements:
         return ("builds HIP kernels, which cannot run on this machine: nothing to record, so no estimate "
                 "(harness compile N --target gfx950 reports their registers and occupancy)")
-    has_aiter = platform.versions.get("aiter") is not None
-    if "aiter" in submission.requirements and not has_aiter and importlib.util.find_spec("harness.aiter_standin") is None:
-        return "needs aiter, and neither aiter nor the aiter stand-in (harness/aiter_standin) is in this checkout"
     return ""
 
 
@@ -105,11 +101,11 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
     model, _ = fit.calibrated_model()
     specs = specs or cases.official("benchmark")
     warnings = protocol.server_rejections(submission)
-    refusal = _refusal_before_running(submission, platform)
+    refusal = _refusal_before_running(submission)
     shapes = [ShapeRun(spec=dict(spec)) for spec in specs]
     status = "skip" if refusal else "pass"
     if not refusal:
-        interpret = "triton" in (submission.requirements | submission.optional) and not platform.is_gpu
+        interpret = interprets_triton(submission, platform)
         log = protocol.log_file_for(submission, "estimate")
         with Worker(submission.path, platform.torch_device, log, triton_interpreter=interpret) as worker:
             for index, shape in enumerate(shapes):

@@ -83,7 +83,7 @@ def _compile_check(path: Path) -> GateCheck:
     except Exception as error:  # noqa: BLE001 - any compiler failure is the gate's verdict, in one line
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return GateCheck("gfx950 compile", False, [f"its kernels do not compile for gfx950: {first}"])
-    details = ["{}:{}: SyntaxError: {}".format(path.name, *outcome.syntax_error)] if outcome.syntax_error else []
+    details = [outcome.syntax_error_line(path.name)] if outcome.syntax_error else []
     if outcome.hip is not None:
         details.append(f"HIP: {outcome.hip.verdict}: {outcome.hip.summary} (compiled with upstream LLVM 22, not run)")
         details += [f.format(path.name) for f in outcome.hip.findings]

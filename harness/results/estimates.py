@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from harness.results import records
 from harness.results.diff import NothingComparable, parse_ref
+from harness.results.figures import format_model_band, format_model_us
 from harness.results.records import label, shape_label
 
 MODE = "estimate"
@@ -23,10 +24,6 @@ def latest(everything: list[dict]) -> dict:
     return records.latest_by([r for r in everything if is_estimate(r)], records.identity)
 
 
-def _us(value: float) -> str:
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
-
-
 def cell(record: dict | None) -> str:
     """'62.1 (49.3–88.0)': the benchmark-mode geomean and its band; the refusal's first words when there is none."""
     if record is None:
@@ -34,7 +31,7 @@ def cell(record: dict | None) -> str:
     figures = (record["estimate"] or {}).get("geomean")
     if not figures:
         return f"none: {record['reason'][:60]}" if record["reason"] else "none"
-    return f"{_us(figures['us'])} ({_us(figures['low_us'])}–{_us(figures['high_us'])})"
+    return f"{format_model_us(figures['us'])} ({format_model_band(figures['low_us'], figures['high_us'])})"
 
 
 def render_section(everything: list[dict]) -> list[str]:
@@ -55,9 +52,10 @@ def render_section(everything: list[dict]) -> list[str]:
             where += " (scaled)"
         when = (record["finished"] or "?")[:16].replace("T", " ")
         if figures:
-            lines.append(f"| {label(record)} | {_us(figures['us'])} | {_us(figures['low_us'])}–{_us(figures['high_us'])} "
-                         f"| {_us(figures['ranked_us'])} | {_us(figures['ranked_low_us'])}–"
-                         f"{_us(figures['ranked_high_us'])} | {where} | {when} |")
+            lines.append(f"| {label(record)} | {format_model_us(figures['us'])} | "
+                         f"{format_model_band(figures['low_us'], figures['high_us'])} | "
+                         f"{format_model_us(figures['ranked_us'])} | "
+                         f"{format_model_band(figures['ranked_low_us'], figures['ranked_high_us'])} | {where} | {when} |")
         else:
             reason = (record["reason"] or "no estimate").replace("|", "\\|")
             lines.append(f"| {label(record)} | none: {reason} | | | | {where} | {when} |")

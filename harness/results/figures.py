@@ -20,3 +20,13 @@ def format_us(ns: float | None) -> str:
     if us >= 10:
         return f"{us:.1f}"
     return f"{us:.2f}"
+
+
+def format_model_us(us: float) -> str:
+    """A model's microseconds (harness estimate): whole from 100 up, one decimal below (no third digit to claim)."""
+    return f"{us:.0f}" if us >= 100 else f"{us:.1f}"
+
+
+def format_model_band(low_us: float, high_us: float) -> str:
+    """'48.1–86.0': an estimate's band (harness estimate)."""
+    return f"{format_model_us(low_us)}–{format_model_us(high_us)}"

@@ -136,7 +136,7 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
     estimated = estimates.latest(everything)
     latest = records.latest_by(runs, lambda r: (records.group_key(r), records.identity(r)))
     tables: dict[tuple, Table] = {}
-    for (key, _), record in latest.items():
+    for (key, identity), record in latest.items():
         table = tables.get(key)
         if table is None:
             table = tables[key] = Table(device=key[0], arch=record["device"]["arch"], mode=key[1], cases=key[2],
@@ -153,8 +153,7 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
             table.rows.append(Row(label=name, number=record["submission"]["number"],
                                   record=record, means=case_means(record), verdicts=case_verdicts(record),
                                   reported_score_ns=reported_score_ns(record), unverified=unverified,
-                                  estimate=estimates.cell(estimated.get(records.identity(record)))
-                                  if records.identity(record) in estimated else None))
+                                  estimate=estimates.cell(estimated[identity]) if identity in estimated else None))
         elif status == "skip":
             table.skipped.append(Listed(name, status, failure_reason(record), unverified))
         else:

@@ -20,7 +20,8 @@ from harness.run import timing
 from harness.run.cases import MODES, spec_line
 from harness.results.figures import geomean
 from harness.run.limits import invalid_limits
-from harness.platform import Platform, can_run
+from harness.platform import (AITER_STANDIN, AITER_STANDIN_MARK, Platform, can_run, interprets_triton,
+                              standin_serves_aiter)
 from harness.submission import Submission
 from harness.run.worker import Worker
 
@@ -44,10 +45,6 @@ class Budgets:
 
 OFFICIAL_BUDGETS = Budgets()
 STRESS_ERROR_FACTOR = 3.0  # a stress case this many times worse than the official ones (in noise multiples) is warned
-# Said in the table and the record of every run the aiter stand-in served (harness/aiter_standin).
-STANDIN_MARK = "aiter stand-in: correctness only"
-STANDIN_NOTE = ("aiter stand-in: correctness only (AMD's aiter is not installed here; the harness's torch stand-in "
-                "ran its calls, so the times say nothing about MI355X and a pass is not verified there)")
 # Through the Triton interpreter a call takes seconds and its time means nothing: a few calls check it, as the
 # official minimum of three runs does, and leaderboard mode still gives each one fresh input.
 INTERPRETER_REPEATS = 3
@@ -370,12 +367,11 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         warnings.append("case seeds combined with POPCORN_SEED (reports show the public seeds)")
     cases = make_cases(specs, secret)
     log_path = log_file_for(submission, mode, log_dir)
-    # An optional triton import succeeds wherever Triton is installed, so its kernels need the interpreter too.
-    interpret = "triton" in (submission.requirements | submission.optional) and not platform.is_gpu
+    interpret = interprets_triton(submission, platform)
     limit = TimeLimit(timeout_s, case_timeout_s)
     if interpret:
         budgets = interpreter_budgets(budgets)
-    elif "aiter" in (submission.requirements | submission.optional) and platform.versions.get("aiter") is None:
+    elif standin_serves_aiter(submission, platform):
         budgets = interpreter_budgets(budgets, STANDIN_REPEATS)  # the stand-in will serve it: correctness only
     with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret, jail=jail) as worker:
         stressed = []
@@ -390,8 +386,8 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         else:
             results = run_profile(worker, cases, limit, progress, on_case)
         standin = worker.standin
-    if standin and not any(STANDIN_MARK in warning for warning in warnings):
-        warnings.insert(0, STANDIN_NOTE)
+    if standin and not any(AITER_STANDIN_MARK in warning for warning in warnings):
+        warnings.insert(0, AITER_STANDIN)  # served although the file's text did not show it needs aiter
     warnings.extend(case_warnings(results) + stress_warnings(stressed, results))
     status, reason = summarize(results)
     if status == "pass" and rejections:

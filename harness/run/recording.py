@@ -15,6 +15,8 @@ import os
 import sys
 from pathlib import Path
 
+from harness.aiter_standin import journal
+
 HARNESS_DIR = Path(__file__).resolve().parent.parent
 STANDIN_DIR = str(HARNESS_DIR / "aiter_standin") + os.sep
 ALLOCATIONS = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "empty_permuted"}
@@ -175,15 +177,6 @@ def _triton_run(recorder: Recorder):
     return wrap
 
 
-def _journal():
-    """The stand-in's journal recording, or an empty list where the stand-in is not there."""
-    try:
-        from harness.aiter_standin import journal
-    except ImportError:
-        return contextlib.nullcontext([])
-    return journal.recording()
-
-
 @contextlib.contextmanager
 def recording(device: str):
     """Records everything the block launches; yields a function that returns the recording (a JSON-safe dict)."""
@@ -191,7 +184,7 @@ def recording(device: str):
 
     recorder = Recorder(device)
     with contextlib.ExitStack() as stack:
-        calls = stack.enter_context(_journal())
+        calls = stack.enter_context(journal.recording())
         for name in SYNC_METHODS:
             stack.enter_context(_patched(torch.Tensor, name, _sync_method(recorder, name)))
         if "triton" in sys.modules:

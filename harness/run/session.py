@@ -75,8 +75,8 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
         cases_arg = "official" if here.is_gpu else "small"
         if not here.is_gpu:
             notices.append("No GPU here: using the small CPU cases (--cases official forces the official shapes).")
-    stress_specs = cases.stress(cases.load(cases_arg, mode)) if defaulted and mode == "test" else []
     specs = cases.load(cases_arg, mode, gpu=here.is_gpu)
+    stress_specs = cases.stress(specs) if defaulted and mode == "test" else []  # the default cases, structured
     if not here.is_gpu and flush == "official" and mode in TIMED_MODES:
         notices.append("On the CPU there is no cache flush: --flush official is ignored.")
     if here.is_gpu and flush == "official" and mode in TIMED_MODES and not timing.official_flush_fits():
