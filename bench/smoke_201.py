@@ -33,4 +33,20 @@ try:
         result["ok"] &= bool(ok)
 except Exception as error:  # the result, not a crash of the caller
     result.update(ok=False, error=f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")
+
+
+def compiled_resources(kernel) -> list:
+    """Registers, spills and shared memory of each compiled version of a kernel (what sets programs per SM)."""
+    found = []
+    for caches in getattr(kernel, "device_caches", {}).values():
+        for compiled in (caches[0] if isinstance(caches, tuple) else caches).values():
+            found.append({"regs": getattr(compiled, "n_regs", None), "spills": getattr(compiled, "n_spills", None),
+                          "shared": getattr(getattr(compiled, "metadata", None), "shared", None)})
+    return found
+
+
+try:
+    result["gluon_kernel"] = compiled_resources(module.mla_fp8_gluon_kernel)
+except Exception as error:  # resources are a by-product: never fail the smoke on them
+    result["gluon_kernel"] = f"{type(error).__name__}: {error}"
 print(json.dumps(result))
