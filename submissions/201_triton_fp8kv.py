@@ -308,6 +308,31 @@ if HAVE_GLUON:
         Row 32b + 4m + c of O^T is value dim 32b + 8c + m."""
         return gl.reshape(gl.permute(gl.reshape(o, [8, 8, 4, 16]), (0, 2, 1, 3)), [256, 16])
 
+    # VT_ROWS = 0: V^T as the register (A) operand of the P.V wgmma, never written to shared memory. A thread of
+    # that operand holds 8 rows (row bits 3, 6, 7) x 16 tokens (token bits 0, 1, 4, 5); both orders are free, so
+    # row r is value dim d(r) = r3 + 2 r6 + 4 r7 + 8 (r & 7) + 64 ((r >> 4) & 3), which makes a thread's 8 rows
+    # 8 consecutive dims (one 8-byte shared load per token), and column k is token t(k) = k0 + 2 k2 + 4 k3 + 8 k1 +
+    # 16 k4 + 32 k5, which puts the 4 tokens a half-warp reads on distinct 128-byte swizzle phases (no conflicts).
+    @gluon.jit
+    def _gl_v_operand(kn_half, a_layout: gl.constexpr):
+        """(64 tokens, 256 dims) of the tile in shared memory -> the (256 rows, 64 tokens) A operand of P.V."""
+        ld_v: gl.constexpr = gl.DistributedLinearLayout(
+            reg_bases=[[0, 1], [0, 2], [0, 4], [1, 0], [8, 0], [16, 0], [32, 0]],
+            lane_bases=[[2, 0], [4, 0], [0, 8], [0, 16], [0, 32]],
+            warp_bases=[[0, 64], [0, 128]], block_bases=[], shape=[64, 256])
+        v = kn_half.load(ld_v)
+        # token bits (t5 t4 | t3 | t2 t1 | t0), dim bits (d7 d6 | d5 d4 d3 | d2 d1 | d0) -> rows (d2 d1 | d7 d6 | d0 |
+        # d5 d4 d3), columns (t5 t4 | t2 t1 | t3 | t0): a relabelling within each thread's registers
+        v8 = gl.reshape(v, [4, 2, 4, 2, 4, 8, 4, 2])
+        vt = gl.reshape(gl.permute(v8, (6, 4, 7, 5, 0, 2, 1, 3)), [256, 64])
+        return gl.convert_layout(vt, a_layout, assert_trivial=True)
+
+    @gluon.jit
+    def _gl_p_operand_order(p8):
+        """(64 tokens, 16 heads) -> (16, 64) P^T with column k holding token t(k), as _gl_v_operand orders them."""
+        p5 = gl.reshape(p8, [4, 2, 4, 2, 16])  # (t5 t4, t3, t2 t1, t0, head)
+        return gl.reshape(gl.permute(p5, (4, 0, 2, 1, 3)), [16, 64])
+
     @gluon.jit
     def mla_fp8_gluon_kernel(
         q_ptr, q_stride_t, q_stride_h,
@@ -317,11 +342,12 @@ if HAVE_GLUON:
         WRITE_FINAL: gl.constexpr,
         BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup)
         STAGES: gl.constexpr,      # cp.async depth
-        VT_ROWS: gl.constexpr,     # 512: V^T of the whole tile at once; 256: two halves through one buffer
+        VT_ROWS: gl.constexpr,     # 512: V^T of the whole tile at once; 256: two halves through one buffer; 0: in registers
         ASYNC: gl.constexpr = False,  # the score wgmma in flight while the low half of V^T is transposed
         PDL_TRIGGER: gl.constexpr = False,  # let the merge kernel (launched with PDL) start its programs now
         LATE_REFILL: gl.constexpr = False,  # refill a stage once its tile is consumed: STAGES tiles ahead, not - 1
         VEC_EPILOGUE: gl.constexpr = False,  # output / partials stored as 8 consecutive dims per thread (16 B bf16)
+        LAZY_SUM: gl.constexpr = False,  # softmax denominators kept per token row, summed across warps once at the end
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
@@ -342,7 +368,8 @@ if HAVE_GLUON:
         sw64: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
         kn_bufs = gl.allocate_shared_memory(fp8, [STAGES, BLOCK_N, 512], sw128)
         kr_bufs = gl.allocate_shared_memory(fp8, [STAGES, BLOCK_N, 64], sw64)
-        vt_buf = gl.allocate_shared_memory(fp8, [VT_ROWS, BLOCK_N], sw64)
+        if VT_ROWS > 0:
+            vt_buf = gl.allocate_shared_memory(fp8, [VT_ROWS, BLOCK_N], sw64)
         p_buf = gl.allocate_shared_memory(fp8, [H, BLOCK_N], sw64)
         qn_buf = gl.allocate_shared_memory(fp8, [H, 512], sw128)
         qr_buf = gl.allocate_shared_memory(fp8, [H, 64], sw64)
@@ -375,9 +402,11 @@ if HAVE_GLUON:
 
         m_i = gl.full([H], float("-inf"), gl.float32, layout=gl.SliceLayout(0, s_layout))
         l_i = gl.full([H], 0.0, gl.float32, layout=gl.SliceLayout(0, s_layout))
+        l_rows = gl.zeros([BLOCK_N, H], gl.float32, layout=s_layout)  # LAZY_SUM: a cross-warp sum less per tile
         acc_lo = gl.zeros([256, H], gl.float32, layout=o_layout)  # O^T, dims 0..255
         acc_hi = gl.zeros([256, H], gl.float32, layout=o_layout)  # O^T, dims 256..511
         s_zero = gl.zeros([BLOCK_N, H], gl.float32, layout=s_layout)
+        a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)  # VT_ROWS 0
         tok = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_layout))
         # V^T, conflict-free: a thread loads 8 tokens (t = 8i + r, i its register) x 8 dims with 8-byte shared
         # loads; a half-warp reads 8 rows of distinct swizzle phase. The register transpose (PRMT) gives 8 dims
@@ -407,7 +436,13 @@ if HAVE_GLUON:
             kn = kn_bufs.index(stage)
             kr = kr_bufs.index(stage)
 
-            if ASYNC:
+            if ASYNC and VT_ROWS == 0:
+                # the score wgmma runs while this warpgroup loads the low half of V into registers
+                s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
+                v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout)
+                s = warpgroup_mma_wait(0, deps=[s_tok])
+            elif ASYNC:
                 # the score wgmma runs while this warpgroup transposes the low half of V (independent work)
                 s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
@@ -423,15 +458,34 @@ if HAVE_GLUON:
             m_new = gl.maximum(m_i, gl.max(s, 0))
             alpha = gl.exp2(m_i - m_new)
             p = gl.exp2(s - m_new[None, :])
-            l_i = l_i * alpha + gl.sum(p, 0)
+            if LAZY_SUM:
+                l_rows = l_rows * alpha[None, :] + p
+            else:
+                l_i = l_i * alpha + gl.sum(p, 0)
             m_i = m_new
-            p8 = gl.reshape((p * 256.0).to(fp8), [8, 8, H])  # token 8i + r -> column 8r + i
-            p_buf.store(gl.reshape(gl.permute(p8, (2, 1, 0)), [H, BLOCK_N]))
+            if VT_ROWS == 0:
+                p_buf.store(_gl_p_operand_order((p * 256.0).to(fp8)))
+            else:
+                p8 = gl.reshape((p * 256.0).to(fp8), [8, 8, H])  # token 8i + r -> column 8r + i
+                p_buf.store(gl.reshape(gl.permute(p8, (2, 1, 0)), [H, BLOCK_N]))
             alpha_o = gl.convert_layout(alpha, gl.SliceLayout(0, o_layout))
             acc_lo = acc_lo * alpha_o[None, :]
             acc_hi = acc_hi * alpha_o[None, :]
             p_t = p_buf.permute((1, 0))  # (BLOCK_N, 16), tokens contiguous: K-major for fp8
-            if VT_ROWS == 512:
+            if VT_ROWS == 0:
+                if not ASYNC:
+                    v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout)
+                fence_async_shared()
+                gl_barrier()  # P^T is in shared memory for every warp before the wgmma reads it
+                if ASYNC:  # the high half of V comes into registers under the low half's P.V
+                    lo_tok = warpgroup_mma(v_lo, p_t, acc_lo, is_async=True)
+                    v_hi = _gl_v_operand(kn.slice(256, 256, dim=1), a_layout)
+                    acc_lo = warpgroup_mma_wait(0, deps=[lo_tok])
+                    acc_hi = warpgroup_mma(v_hi, p_t, acc_hi)
+                else:
+                    acc_lo = warpgroup_mma(v_lo, p_t, acc_lo)
+                    acc_hi = warpgroup_mma(_gl_v_operand(kn.slice(256, 256, dim=1), a_layout), p_t, acc_hi)
+            elif VT_ROWS == 512:
                 for part in gl.static_range(4):
                     v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
                     vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
@@ -459,6 +513,8 @@ if HAVE_GLUON:
                 acc_hi = warpgroup_mma(vt_buf, p_t, acc_hi)
 
         gl_async.wait_group(0)
+        if LAZY_SUM:
+            l_i = gl.sum(l_rows, 0)
         # epilogue: O^T chunks to a dims-contiguous layout, normalized
         if VEC_EPILOGUE:  # rows put back in value-dim order in registers, then 8 consecutive dims per thread
             ol: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])
@@ -470,7 +526,11 @@ if HAVE_GLUON:
         norm = kv_scale / safe_l * (1.0 / 256.0)
         oh = gl.arange(0, H, layout=gl.SliceLayout(0, ol))
         oj = gl.arange(0, 256, layout=gl.SliceLayout(1, ol))  # row of O^T (V^T row order) -> value dim
-        if VEC_EPILOGUE:
+        if VT_ROWS == 0:  # the row order of _gl_v_operand
+            od = ((oj >> 3) & 1) + ((oj >> 6) & 1) * 2 + ((oj >> 7) & 1) * 4 + (oj & 7) * 8 + ((oj >> 4) & 3) * 64
+            o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
+            o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
+        elif VEC_EPILOGUE:
             od = oj
             o_lo = gl.convert_layout(_gl_dim_order(acc_lo), ol) * norm[None, :]
             o_hi = gl.convert_layout(_gl_dim_order(acc_hi), ol) * norm[None, :]
@@ -714,7 +774,7 @@ def gluon_usable(device: torch.device) -> bool:
 
 def gluon_shared_bytes(plan: dict) -> int:
     """Shared memory of one Gluon program: KV stages, V^T buffer, P, Q (layout-conversion scratch reuses it)."""
-    return plan["stages"] * 64 * 576 + plan["vt_rows"] * 64 + 16 * 64 + 16 * 576
+    return plan["stages"] * 64 * 576 + plan["vt_rows"] * 64 + 16 * 64 + 16 * 576  # vt_rows 0: V^T in registers
 
 
 MXFP4_LAUNCH = {"block_n": 32, "num_warps": 4, "num_stages": 1}
@@ -725,7 +785,7 @@ def platform_defaults(device: torch.device) -> dict:
     plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 0, "pv_chunks": 1, "reload": 0, "early_v": 0,
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
-            "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0}
+            "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -817,8 +877,9 @@ def mla_decode(data: input_t, **tuning) -> output_t:
             q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse,
             float(config["sm_scale"]), splits,
             WRITE_FINAL=splits == 1, BLOCK_N=64, STAGES=plan["stages"], VT_ROWS=plan["vt_rows"],
-            ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] == 256, PDL_TRIGGER=bool(plan["pdl"]) and splits > 1,
-            LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]), num_warps=4,
+            ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] in (0, 256), PDL_TRIGGER=bool(plan["pdl"]) and splits > 1,
+            LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]),
+            LAZY_SUM=bool(plan["lazy_sum"]), num_warps=4,
         )
         pdl = {"PDL": True, "launch_pdl": True} if plan["pdl"] else {}
         if splits > 1 and plan["merge_dims"]:
