@@ -7,7 +7,7 @@ set -u
 export OUT=${OUT:-/tmp/out} PYTHONPATH=$PWD
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/pyyaml*.whl >/dev/null 2>&1
 export PYTHONPATH=$PYTHONPATH:/tmp/site
-V="vr=vt_rows:0 vrl=vt_rows:0,lazy_sum:1 vral=vt_rows:0,lazy_sum:1,async_mma:1 dl=lazy_sum:1"
+V="${V:-vr=vt_rows:0 vrl=vt_rows:0,lazy_sum:1 vral=vt_rows:0,lazy_sum:1,async_mma:1 dl=lazy_sum:1}"
 timeout 200 bash bench/device_201.sh 170 "$V" --reps 20 --seeds "" --skip200 --leaderboard-calls 1 --peer none \
   > $OUT/bench_stdout.txt 2>&1
 grep '^{' $OUT/bench_stdout.txt | cut -c1-300

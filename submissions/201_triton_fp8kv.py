@@ -518,6 +518,10 @@ if HAVE_GLUON:
         # epilogue: O^T chunks to a dims-contiguous layout, normalized
         if VEC_EPILOGUE:  # rows put back in value-dim order in registers, then 8 consecutive dims per thread
             ol: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])
+        elif VT_ROWS == 0:  # lanes on O^T rows r3, r6, r7, r0, r1 = value dims 0-31: a warp stores 32 consecutive dims
+            ol: gl.constexpr = gl.DistributedLinearLayout(
+                reg_bases=[[4, 0], [16, 0], [32, 0], [0, 1], [0, 2]], lane_bases=[[8, 0], [64, 0], [128, 0], [1, 0], [2, 0]],
+                warp_bases=[[0, 4], [0, 8]], block_bases=[], shape=[256, H])
         else:
             ol: gl.constexpr = gl.BlockedLayout([4, 1], [32, 1], [1, NW], [0, 1])
         l_o = gl.convert_layout(l_i, gl.SliceLayout(0, ol))
