@@ -26,11 +26,12 @@ Work layout, per (split, sequence) program:
 
 Hopper default (sm90 with triton.experimental.gluon, e.g. the H200's triton 3.6): a Gluon kernel with explicit
 layouts and shared memory, mla_fp8_gluon_kernel. KV tiles come in by cp.async (2 stages); both dots are fp8 x
-fp8 wgmma (tokens as M for the scores, value dims as M for P.V); V^T is written once per tile into shared
-memory by a bank-conflict-free register transpose of 8x8-byte blocks (8-byte shared loads and stores, PRMT),
-with the token order of V^T's columns and of P^T permuted alike and the dim order undone at the output; two
-programs per SM (100 KB of shared memory each). `gluon=0` selects the Triton kernel above on any platform
-(the earlier NVIDIA default: pv_chunks=4, reload=1).
+fp8 wgmma (tokens as M for the scores, value dims as M for P.V). V^T is the P.V wgmma's register operand
+(vt_rows=0): each thread loads its 8 value dims x 16 tokens with conflict-free 8-byte shared loads and relabels
+them in registers (PRMT), with the token order of P^T permuted alike and the dim order undone at the output, so
+no V^T is written to shared memory; two programs per SM (84 KB of shared memory each). vt_rows=256 / 512 keep
+the earlier V^T buffer in shared memory. `gluon=0` selects the Triton kernel above on any platform (the earlier
+NVIDIA default: pv_chunks=4, reload=1).
 
 Issue 20: on sm90 the merge kernel is launched as a programmatic dependent of the split kernel (PDL: its programs
 wait in griddepcontrol.wait instead of being launched after the split kernel ends), and with few sequences and many
@@ -742,29 +743,32 @@ def _compute_units(device: torch.device) -> int:
 
 def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, programs_per_cu: int,
                   min_tokens: int = 128, fused: bool = True, gluon: bool = False) -> int:
-    """Splits per sequence minimizing (waves x tiles per program) + the cost of merging the partials, in tiles.
+    """Splits per sequence minimizing the time of the busiest SM/CU + the cost of merging the partials, in tiles.
 
-    Measured on the H200 (bench/NOTES.md, issue 12): a 64-token tile takes ~5 us of one program's time
-    (two programs share an SM), small shapes included, so time is counted in tiles per program. The fused merge is one program
-    reading every split's 32 KB partial in turn (~0.4 us, ~0.1 tile, each); the unfused merge is one more
-    launch (~0.5 tile) spread over (sequence, head) programs. Batches that fill the device keep one split.
-    An estimate written from three measured shapes, not a fit.
-    gluon: the Gluon kernel's tiles are ~2x shorter, so the merge weighs more: its cost grows with the partials
-    written and read (batch x splits x 64 KB), 0.5 + batch x splits / 32 tiles, and ties go to more splits.
-    Fitted by hand to the splits measured on the H200 (4 x 1k: 8 over 4 and 16; 4 x 8k: 32 over 64;
-    32 x 1k: 4 over 8), not a fit over all counts.
+    Triton path (measured on the H200, bench/NOTES.md, issue 12): a 64-token tile takes ~5 us of one program's
+    time (two programs share an SM), so time is counted in waves x tiles per program. The fused merge is one
+    program reading every split's 32 KB partial in turn (~0.1 tile each); the unfused merge is one more launch
+    (~0.5 tile) spread over (sequence, head) programs. Batches that fill the device keep one split.
+    gluon (the sm90 default, V^T in registers): an SM moves tiles at the same rate with one or two programs (its
+    share of the bandwidth), so time is the busiest SM's tiles; a lone program per SM pays ~8% more per tile (less
+    latency hidden); the merge costs 0.5 + batch x splits / 32 tiles (64 KB of partials written and read per
+    split); ties go to more splits. Fitted by hand to the splits sweep of 2026-12-01 (1 to 32 splits on the 8
+    official shapes, bench/NOTES.md, issue 20), not a fit over all counts.
     """
-    slots = compute_units * programs_per_cu
     most = max(1, min(64, mean_kv // min_tokens))
     best, best_cost = 1, None
     for splits in range(1, most + 1):
-        waves = -(-batch * splits // slots)
+        programs = batch * splits
         tiles = -(-(-(-mean_kv // splits)) // block_n)
         if gluon:
-            merge = 0.5 + batch * splits / 32.0 if splits > 1 else 0.0
+            per_sm = -(-programs // compute_units)
+            lone = 1.08 if programs <= compute_units else 1.0
+            merge = 0.5 + programs / 32.0 if splits > 1 else 0.0
+            cost = per_sm * (tiles + 0.3) * lone + merge
         else:
+            waves = -(-programs // (compute_units * programs_per_cu))
             merge = (0.1 * splits if fused else 0.5 + splits / 64.0) if splits > 1 else 0.0
-        cost = waves * (tiles + 0.3) + merge  # 0.3: a program's prologue (Q load and quantization)
+            cost = waves * (tiles + 0.3) + merge  # 0.3: a program's prologue (Q load and quantization)
         if best_cost is None or cost < best_cost - 1e-9 or (gluon and cost <= best_cost + 1e-9):
             best, best_cost = splits, cost
     return best
@@ -804,7 +808,10 @@ def platform_defaults(device: torch.device) -> dict:
             # in shared memory); `gluon=0` keeps the Triton path above reachable. The merge kernel is launched as a
             # programmatic dependent (pdl): its launch overlaps the split kernel, measured 1-2 us off the split
             # shapes (bench/NOTES.md, issue 20).
-            plan.update(gluon=1, pdl=1)
+            # Issue 20 (2026-12-01 PM): V^T is the P.V wgmma's register operand (vt_rows=0: no V^T in shared memory,
+            # 810 -> 678 SASS instructions per tile), the softmax denominators are summed once (lazy_sum) and V's
+            # shared loads overlap the wgmmas (async_mma): 256 x 8k 356 -> 298 us, at the fp8 byte floor.
+            plan.update(gluon=1, pdl=1, vt_rows=0, lazy_sum=1, async_mma=1, min_tokens=64)
     elif torch.version.hip:
         # gfx950 MFMA takes fp8 P.V as is. 32-token tiles without software pipelining: 236 VGPR, 2 waves per SIMD
         # (64-token tiles with 2 stages: 374, 1 wave); loop VALU ~1,890 cycles per 64 tokens per CU against

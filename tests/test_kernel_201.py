@@ -83,20 +83,21 @@ def test_platform_defaults(sub):
 
 
 def test_choose_splits_gluon(sub):
-    # The Gluon path's split counts on the 8 official shapes (H200, 2 programs per SM): each one measured
-    # best or level among the counts tried on the device (bench/NOTES.md, issue 12, Gluon section).
+    # The Gluon path's split counts on the 8 official shapes (H200, 132 SMs, its default min_tokens 64): each
+    # one measured best or level in the sweep of 1-32 splits (bench/NOTES.md, issue 20, register-V section).
     shapes = [(4, 1024), (4, 8192), (32, 1024), (32, 8192), (64, 1024), (64, 8192), (256, 1024), (256, 8192)]
-    got = [sub.choose_splits(b, kv, 132, 64, 2, 128, False, True) for b, kv in shapes]
-    assert got == [8, 32, 4, 8, 4, 4, 1, 1]
-    # Two programs per SM fit in shared memory with 2 stages and the half-size V^T buffer.
-    plan = {"stages": 2, "vt_rows": 256}
-    assert (233472 - 1024) // (sub.gluon_shared_bytes(plan) + 1024) == 2
+    got = [sub.choose_splits(b, kv, 132, 64, 2, 64, False, True) for b, kv in shapes]
+    assert got == [16, 32, 4, 4, 2, 4, 1, 1]
+    # Two programs per SM fit in shared memory with 2 stages, V^T in registers (the default) or the half buffer.
+    for vt_rows in (0, 256):
+        plan = {"stages": 2, "vt_rows": vt_rows}
+        assert (233472 - 1024) // (sub.gluon_shared_bytes(plan) + 1024) == 2
 
 
 @pytest.mark.slow
 def test_gluon_kernel_compiles_for_sm90():
-    """The sm90 Gluon kernel compiles on a CPU: fp8 wgmma for both dots, 8-byte shared loads and stores for the
-    V^T transposition, no spills, and shared memory for two programs per SM."""
+    """The sm90 Gluon kernel compiles on a CPU: fp8 wgmma for both dots, V^T from 8-byte shared loads into the P.V
+    wgmma's registers, no spills, and shared memory for two programs per SM."""
     import re
     import tempfile
 
@@ -112,8 +113,8 @@ def test_gluon_kernel_compiles_for_sm90():
     types = {"q_ptr": "*bf16", "q_stride_t": "i32", "q_stride_h": "i32", "kv_ptr": "*fp8e4nv",
              "kv_scale_ptr": "*fp32", "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
              "part_lse_ptr": "*fp32", "sm_scale": "fp32", "num_splits": "i32"}
-    constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 256, "ASYNC": False,
-                  "PDL_TRIGGER": True, "LATE_REFILL": False, "VEC_EPILOGUE": False}  # the default launch
+    constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 0, "ASYNC": True,
+                  "PDL_TRIGGER": True, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True}  # the default
     signature = {name: ("constexpr" if name in constexprs else types[name]) for name in kernel.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
              if name.endswith("_ptr") or name.startswith("q_stride")}
@@ -129,7 +130,12 @@ def test_gluon_kernel_compiles_for_sm90():
         sass = subprocess.run([str(tool), "--dump-sass", handle.name], capture_output=True, text=True).stdout
     assert "QGMMA.64x16x32.F32.E4M3.E4M3" in sass
     assert not re.search(r"\b(STL|LDL)\b", sass)
-    assert len(re.findall(r"\bLDS\.64\b", sass)) >= 32 and len(re.findall(r"\bSTS\.64\b", sass)) >= 32
+    # V^T comes to the P.V wgmma in registers (QGMMA with a register A operand), loaded by 8-byte shared loads,
+    # and is never stored back to shared memory: fewer 8-byte stores than loads (the old V^T buffer stored all it
+    # loaded: 32 LDS.64 and 32 STS.64 per tile)
+    loads, stores = len(re.findall(r"\bLDS\.64\b", sass)), len(re.findall(r"\bSTS\.64\b", sass))
+    assert re.search(r"QGMMA\.64x16x32\.F32\.E4M3\.E4M3 R\d+, R\d+, gdesc", sass)
+    assert loads >= 32 and stores < loads, (loads, stores)
     assert "E4M3.UNPACK" not in sass  # no fp8 -> fp16 conversion of the values (only fp32 -> fp8 of Q and P)
 
 
