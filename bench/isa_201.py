@@ -191,7 +191,7 @@ def main() -> int:
         name, constexprs, options = parse(text)
         if args.kernel == "mla_fp8_gluon_kernel":  # its own constexprs (no Triton-path defaults)
             constexprs = dict({"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 256},
-                              **{k: v for k, v in constexprs.items() if k not in DEFAULTS})
+                              **{k: v for k, v in constexprs.items() if k not in DEFAULTS or f"{k}:" in text})
         report(name, constexprs, options, args.target, kernel, Path(args.dump) if args.dump else None)
     return 0
 

@@ -152,7 +152,7 @@ def mla_fp8_kernel(
     acc3 = tl.zeros((128, H), tl.float32)
     tok = tl.arange(0, BLOCK_N)
     dc = tl.arange(0, 128)
-    for start in range(lo, hi, BLOCK_N):
+    for start in range(lo, hi, BLOCK_N, NW):
         rows = start + tok
         ok = rows < hi
         k8 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + dn[None, :], mask=ok[:, None], other=0.0)
@@ -285,10 +285,10 @@ except Exception:  # older triton, or a platform without the Hopper set
 
 if HAVE_GLUON:
     @gluon.jit
-    def _gl_issue_tile(kv_ptr, kn_buf, kr_buf, first, hi, BLOCK_N: gl.constexpr):
+    def _gl_issue_tile(kv_ptr, kn_buf, kr_buf, first, hi, BLOCK_N: gl.constexpr, NW: gl.constexpr = 4):
         """cp.async of one BLOCK_N-token tile (nope part and rope part) into one stage; rows >= hi zero-filled."""
-        ld_n: gl.constexpr = gl.BlockedLayout([1, 16], [1, 32], [4, 1], [1, 0])
-        ld_r: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])
+        ld_n: gl.constexpr = gl.BlockedLayout([1, 16], [1, 32], [NW, 1], [1, 0])
+        ld_r: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [NW, 1], [1, 0])
         rn = first + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, ld_n))
         cn = gl.arange(0, 512, layout=gl.SliceLayout(0, ld_n))
         gl_async_load(kn_buf, kv_ptr + rn[:, None] * 576 + cn[None, :], mask=(rn < hi)[:, None])
@@ -309,30 +309,41 @@ if HAVE_GLUON:
         Row 32b + 4m + c of O^T is value dim 32b + 8c + m."""
         return gl.reshape(gl.permute(gl.reshape(o, [8, 8, 4, 16]), (0, 2, 1, 3)), [256, 16])
 
-    # VT_ROWS = 0: V^T as the register (A) operand of the P.V wgmma, never written to shared memory. A thread of
-    # that operand holds 8 rows (row bits 3, 6, 7) x 16 tokens (token bits 0, 1, 4, 5); both orders are free, so
-    # row r is value dim d(r) = r3 + 2 r6 + 4 r7 + 8 (r & 7) + 64 ((r >> 4) & 3), which makes a thread's 8 rows
-    # 8 consecutive dims (one 8-byte shared load per token), and column k is token t(k) = k0 + 2 k2 + 4 k3 + 8 k1 +
-    # 16 k4 + 32 k5, which puts the 4 tokens a half-warp reads on distinct 128-byte swizzle phases (no conflicts).
+    # VT_ROWS = 0: V^T as the register (A) operand of the P.V wgmma, never written to shared memory. Both orders of
+    # that operand are free: row r is value dim d(r), column k is token t(k), chosen so that a thread's rows are
+    # consecutive dims (one 8-byte shared load per token with 4 warps, 4 bytes with 8) and the 4 tokens a wavefront
+    # reads sit on distinct 128-byte swizzle phases (no bank conflicts). 4 warps (64-token tiles): a thread holds rows
+    # r3, r6, r7 x tokens k0, k1, k4, k5, and d(r) = r3 + 2 r6 + 4 r7 + 8 (r & 7) + 64 ((r >> 4) & 3). 8 warps (two
+    # warpgroups, 128-token tiles): rows r3, r7 x tokens k0, k1, k4-k6, and d(r) = r3 + 2 r7 + 4 (r & 7) +
+    # 32 ((r >> 4) & 7). Either way t(k) = k0 + 2 k2 + 4 k3 + 8 k1 + 16 k4 + 32 k5 (+ 64 k6).
     @gluon.jit
-    def _gl_v_operand(kn_half, a_layout: gl.constexpr):
-        """(64 tokens, 256 dims) of the tile in shared memory -> the (256 rows, 64 tokens) A operand of P.V."""
-        ld_v: gl.constexpr = gl.DistributedLinearLayout(
-            reg_bases=[[0, 1], [0, 2], [0, 4], [1, 0], [8, 0], [16, 0], [32, 0]],
-            lane_bases=[[2, 0], [4, 0], [0, 8], [0, 16], [0, 32]],
-            warp_bases=[[0, 64], [0, 128]], block_bases=[], shape=[64, 256])
-        v = kn_half.load(ld_v)
-        # token bits (t5 t4 | t3 | t2 t1 | t0), dim bits (d7 d6 | d5 d4 d3 | d2 d1 | d0) -> rows (d2 d1 | d7 d6 | d0 |
-        # d5 d4 d3), columns (t5 t4 | t2 t1 | t3 | t0): a relabelling within each thread's registers
-        v8 = gl.reshape(v, [4, 2, 4, 2, 4, 8, 4, 2])
-        vt = gl.reshape(gl.permute(v8, (6, 4, 7, 5, 0, 2, 1, 3)), [256, 64])
+    def _gl_v_operand(kn_half, a_layout: gl.constexpr, NW: gl.constexpr = 4):
+        """(BLOCK_N tokens, 256 dims) of the tile in shared memory -> the (256 rows, BLOCK_N tokens) A operand of P.V."""
+        if NW == 4:
+            ld_v: gl.constexpr = gl.DistributedLinearLayout(
+                reg_bases=[[0, 1], [0, 2], [0, 4], [1, 0], [8, 0], [16, 0], [32, 0]],
+                lane_bases=[[2, 0], [4, 0], [0, 8], [0, 16], [0, 32]],
+                warp_bases=[[0, 64], [0, 128]], block_bases=[], shape=[64, 256])
+            # token bits (t5 t4 | t3 | t2 t1 | t0), dim bits (d7 d6 | d5 d4 d3 | d2 d1 | d0) -> rows (d2 d1 | d7 d6 |
+            # d0 | d5 d4 d3), columns (t5 t4 | t2 t1 | t3 | t0): a relabelling within each thread's registers
+            v8 = gl.reshape(kn_half.load(ld_v), [4, 2, 4, 2, 4, 8, 4, 2])
+            vt = gl.reshape(gl.permute(v8, (6, 4, 7, 5, 0, 2, 1, 3)), [256, 64])
+        else:
+            ld_v: gl.constexpr = gl.DistributedLinearLayout(
+                reg_bases=[[0, 1], [0, 2], [1, 0], [8, 0], [16, 0], [32, 0], [64, 0]],
+                lane_bases=[[2, 0], [4, 0], [0, 4], [0, 8], [0, 16]],
+                warp_bases=[[0, 32], [0, 64], [0, 128]], block_bases=[], shape=[128, 256])
+            # token bits (t6 t5 t4 | t3 | t2 t1 | t0), dim bits (d7 d6 d5 | d4 d3 d2 | d1 | d0) -> rows (d1 | d7 d6 d5 |
+            # d0 | d4 d3 d2), columns (t6 t5 t4 | t2 t1 | t3 | t0)
+            v8 = gl.reshape(kn_half.load(ld_v), [8, 2, 4, 2, 8, 8, 2, 2])
+            vt = gl.reshape(gl.permute(v8, (6, 4, 7, 5, 0, 2, 1, 3)), [256, 128])
         return gl.convert_layout(vt, a_layout, assert_trivial=True)
 
     @gluon.jit
-    def _gl_p_operand_order(p8):
-        """(64 tokens, 16 heads) -> (16, 64) P^T with column k holding token t(k), as _gl_v_operand orders them."""
-        p5 = gl.reshape(p8, [4, 2, 4, 2, 16])  # (t5 t4, t3, t2 t1, t0, head)
-        return gl.reshape(gl.permute(p5, (4, 0, 2, 1, 3)), [16, 64])
+    def _gl_p_operand_order(p8, BLOCK_N: gl.constexpr):
+        """(BLOCK_N tokens, 16 heads) -> (16, BLOCK_N) P^T with column k holding token t(k), as _gl_v_operand orders."""
+        p5 = gl.reshape(p8, [BLOCK_N // 16, 2, 4, 2, 16])  # (t6 t5 t4 or t5 t4, t3, t2 t1, t0, head)
+        return gl.reshape(gl.permute(p5, (4, 0, 2, 1, 3)), [16, BLOCK_N])
 
     @gluon.jit
     def mla_fp8_gluon_kernel(
@@ -341,7 +352,7 @@ if HAVE_GLUON:
         out_ptr, part_o_ptr, part_lse_ptr,
         sm_scale, num_splits,
         WRITE_FINAL: gl.constexpr,
-        BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup)
+        BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup, 128: two)
         STAGES: gl.constexpr,      # cp.async depth
         VT_ROWS: gl.constexpr,     # 512: V^T of the whole tile at once; 256: two halves through one buffer; 0: in registers
         ASYNC: gl.constexpr = False,  # the score wgmma in flight while the low half of V^T is transposed
@@ -349,6 +360,7 @@ if HAVE_GLUON:
         LATE_REFILL: gl.constexpr = False,  # refill a stage once its tile is consumed: STAGES tiles ahead, not - 1
         VEC_EPILOGUE: gl.constexpr = False,  # output / partials stored as 8 consecutive dims per thread (16 B bf16)
         LAZY_SUM: gl.constexpr = False,  # softmax denominators kept per token row, summed across warps once at the end
+        NW: gl.constexpr = 4,  # warps = BLOCK_N // 16: 8 (two warpgroups on 128-token tiles) needs VT_ROWS 0
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
@@ -356,7 +368,8 @@ if HAVE_GLUON:
         if PDL_TRIGGER:
             gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
                                       is_pure=False, pack=1)
-        NW: gl.constexpr = 4
+        gl.static_assert(NW * 16 == BLOCK_N, "BLOCK_N must be 16 x NW")
+        gl.static_assert(NW == 4 or VT_ROWS == 0, "8 warps need VT_ROWS 0")
         kv_start = gl.load(kv_indptr_ptr + seq)
         kv_end = gl.load(kv_indptr_ptr + seq + 1)
         per_split = gl.cdiv(gl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
@@ -371,13 +384,13 @@ if HAVE_GLUON:
         kr_bufs = gl.allocate_shared_memory(fp8, [STAGES, BLOCK_N, 64], sw64)
         if VT_ROWS > 0:
             vt_buf = gl.allocate_shared_memory(fp8, [VT_ROWS, BLOCK_N], sw64)
-        p_buf = gl.allocate_shared_memory(fp8, [H, BLOCK_N], sw64)
+        p_buf = gl.allocate_shared_memory(fp8, [H, BLOCK_N], sw64 if BLOCK_N == 64 else sw128)
         qn_buf = gl.allocate_shared_memory(fp8, [H, 512], sw128)
         qr_buf = gl.allocate_shared_memory(fp8, [H, 64], sw64)
 
         # the first STAGES - 1 (LATE_REFILL: STAGES) tiles in flight before Q is prepared
         for j in gl.static_range(STAGES if LATE_REFILL else STAGES - 1):
-            _gl_issue_tile(kv_ptr, kn_bufs.index(j), kr_bufs.index(j), lo + j * BLOCK_N, hi, BLOCK_N)
+            _gl_issue_tile(kv_ptr, kn_bufs.index(j), kr_bufs.index(j), lo + j * BLOCK_N, hi, BLOCK_N, NW)
             gl_async.commit_group()
 
         # Q: per-head e4m3 with one scale per head, into shared memory as the B operand of the score wgmma
@@ -418,7 +431,7 @@ if HAVE_GLUON:
         tl_v: gl.constexpr = gl.DistributedLinearLayout(
             reg_bases=[[0, 1], [0, 2], [0, 4], [8, 0], [16, 0], [32, 0]],
             lane_bases=[[0, 8], [1, 0], [2, 0], [4, 0], [0, 16]],
-            warp_bases=[[0, 32], [0, 64]], block_bases=[], shape=[BLOCK_N, 128])
+            warp_bases=[[0, 32], [0, 64]], block_bases=[], shape=[64, 128])
         fence_async_shared()
         gl_barrier()
 
@@ -429,7 +442,7 @@ if HAVE_GLUON:
                 gl_barrier()
                 nxt = i + STAGES - 1
                 _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
-                               lo + nxt * BLOCK_N, hi, BLOCK_N)
+                               lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
                 gl_async.commit_group()
             gl_async.wait_group(STAGES - 1)
             fence_async_shared()
@@ -441,7 +454,7 @@ if HAVE_GLUON:
                 # the score wgmma runs while this warpgroup loads the low half of V into registers
                 s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
-                v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout)
+                v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW)
                 s = warpgroup_mma_wait(0, deps=[s_tok])
             elif ASYNC:
                 # the score wgmma runs while this warpgroup transposes the low half of V (independent work)
@@ -465,7 +478,7 @@ if HAVE_GLUON:
                 l_i = l_i * alpha + gl.sum(p, 0)
             m_i = m_new
             if VT_ROWS == 0:
-                p_buf.store(_gl_p_operand_order((p * 256.0).to(fp8)))
+                p_buf.store(_gl_p_operand_order((p * 256.0).to(fp8), BLOCK_N))
             else:
                 p8 = gl.reshape((p * 256.0).to(fp8), [8, 8, H])  # token 8i + r -> column 8r + i
                 p_buf.store(gl.reshape(gl.permute(p8, (2, 1, 0)), [H, BLOCK_N]))
@@ -475,17 +488,17 @@ if HAVE_GLUON:
             p_t = p_buf.permute((1, 0))  # (BLOCK_N, 16), tokens contiguous: K-major for fp8
             if VT_ROWS == 0:
                 if not ASYNC:
-                    v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout)
+                    v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW)
                 fence_async_shared()
                 gl_barrier()  # P^T is in shared memory for every warp before the wgmma reads it
                 if ASYNC:  # the high half of V comes into registers under the low half's P.V
                     lo_tok = warpgroup_mma(v_lo, p_t, acc_lo, is_async=True)
-                    v_hi = _gl_v_operand(kn.slice(256, 256, dim=1), a_layout)
+                    v_hi = _gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW)
                     acc_lo = warpgroup_mma_wait(0, deps=[lo_tok])
                     acc_hi = warpgroup_mma(v_hi, p_t, acc_hi)
                 else:
                     acc_lo = warpgroup_mma(v_lo, p_t, acc_lo)
-                    acc_hi = warpgroup_mma(_gl_v_operand(kn.slice(256, 256, dim=1), a_layout), p_t, acc_hi)
+                    acc_hi = warpgroup_mma(_gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW), p_t, acc_hi)
             elif VT_ROWS == 512:
                 for part in gl.static_range(4):
                     v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
@@ -519,10 +532,14 @@ if HAVE_GLUON:
         # epilogue: O^T chunks to a dims-contiguous layout, normalized
         if VEC_EPILOGUE:  # rows put back in value-dim order in registers, then 8 consecutive dims per thread
             ol: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])
-        elif VT_ROWS == 0:  # lanes on O^T rows r3, r6, r7, r0, r1 = value dims 0-31: a warp stores 32 consecutive dims
+        elif VT_ROWS == 0 and NW == 4:  # lanes on O^T rows r3, r6, r7, r0, r1 = dims 0-31: a warp stores 32 dims
             ol: gl.constexpr = gl.DistributedLinearLayout(
                 reg_bases=[[4, 0], [16, 0], [32, 0], [0, 1], [0, 2]], lane_bases=[[8, 0], [64, 0], [128, 0], [1, 0], [2, 0]],
                 warp_bases=[[0, 4], [0, 8]], block_bases=[], shape=[256, H])
+        elif VT_ROWS == 0:  # 8 warps: lanes on rows r3, r7, r0, r1, r2 = value dims 0-31
+            ol: gl.constexpr = gl.DistributedLinearLayout(
+                reg_bases=[[16, 0], [32, 0], [64, 0], [0, 1]], lane_bases=[[8, 0], [128, 0], [1, 0], [2, 0], [4, 0]],
+                warp_bases=[[0, 2], [0, 4], [0, 8]], block_bases=[], shape=[256, H])
         else:
             ol: gl.constexpr = gl.BlockedLayout([4, 1], [32, 1], [1, NW], [0, 1])
         l_o = gl.convert_layout(l_i, gl.SliceLayout(0, ol))
@@ -532,7 +549,10 @@ if HAVE_GLUON:
         oh = gl.arange(0, H, layout=gl.SliceLayout(0, ol))
         oj = gl.arange(0, 256, layout=gl.SliceLayout(1, ol))  # row of O^T (V^T row order) -> value dim
         if VT_ROWS == 0:  # the row order of _gl_v_operand
-            od = ((oj >> 3) & 1) + ((oj >> 6) & 1) * 2 + ((oj >> 7) & 1) * 4 + (oj & 7) * 8 + ((oj >> 4) & 3) * 64
+            if NW == 4:
+                od = ((oj >> 3) & 1) + ((oj >> 6) & 1) * 2 + ((oj >> 7) & 1) * 4 + (oj & 7) * 8 + ((oj >> 4) & 3) * 64
+            else:
+                od = ((oj >> 3) & 1) + ((oj >> 7) & 1) * 2 + (oj & 7) * 4 + ((oj >> 4) & 7) * 32
             o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
             o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
         elif VEC_EPILOGUE:
@@ -782,7 +802,8 @@ def gluon_usable(device: torch.device) -> bool:
 
 def gluon_shared_bytes(plan: dict) -> int:
     """Shared memory of one Gluon program: KV stages, V^T buffer, P, Q (layout-conversion scratch reuses it)."""
-    return plan["stages"] * 64 * 576 + plan["vt_rows"] * 64 + 16 * 64 + 16 * 576  # vt_rows 0: V^T in registers
+    block = plan.get("gluon_block", 64)  # 128: two warpgroups per program
+    return plan["stages"] * block * 576 + plan["vt_rows"] * 64 + 16 * block + 16 * 576  # vt_rows 0: V^T in registers
 
 
 MXFP4_LAUNCH = {"block_n": 32, "num_warps": 4, "num_stages": 1}
@@ -793,7 +814,8 @@ def platform_defaults(device: torch.device) -> dict:
     plan = {"block_n": 64, "num_warps": 4, "num_stages": 2, "pv_fp8": 0, "pv_chunks": 1, "reload": 0, "early_v": 0,
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
-            "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0}
+            "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0,
+            "gluon_block": 64}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -887,10 +909,10 @@ def mla_decode(data: input_t, **tuning) -> output_t:
         mla_fp8_gluon_kernel[(splits, batch)](
             q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse,
             float(config["sm_scale"]), splits,
-            WRITE_FINAL=splits == 1, BLOCK_N=64, STAGES=plan["stages"], VT_ROWS=plan["vt_rows"],
+            WRITE_FINAL=splits == 1, BLOCK_N=plan["gluon_block"], STAGES=plan["stages"], VT_ROWS=plan["vt_rows"],
             ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] in (0, 256), PDL_TRIGGER=bool(plan["pdl"]) and splits > 1,
             LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]),
-            LAZY_SUM=bool(plan["lazy_sum"]), num_warps=4,
+            LAZY_SUM=bool(plan["lazy_sum"]), NW=plan["gluon_block"] // 16, num_warps=plan["gluon_block"] // 16,
         )
         pdl = {"PDL": True, "launch_pdl": True} if plan["pdl"] else {}
         if splits > 1 and plan["merge_dims"]:
