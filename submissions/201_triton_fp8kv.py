@@ -297,6 +297,11 @@ if HAVE_GLUON:
         gl_async_load(kr_buf, kv_ptr + rr[:, None] * 576 + 512 + cr[None, :], mask=(rr < hi)[:, None])
 
     @gluon.jit
+    def _gl_globaltimer():
+        """The GPU's nanosecond clock (bench traces only)."""
+        return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64, is_pure=False, pack=1)
+
+    @gluon.jit
     def _gl_vt_block(v):
         """(64 tokens, 128 dims) -> (128 dims, 64 tokens) in the row and column orders of the V^T buffer."""
         v5 = gl.reshape(v, [8, 8, 4, 4, 8])  # (i, r, d // 32, (d // 8) % 4, d % 8)
@@ -350,7 +355,7 @@ if HAVE_GLUON:
         q_ptr, q_stride_t, q_stride_h,
         kv_ptr, kv_scale_ptr, kv_indptr_ptr,
         out_ptr, part_o_ptr, part_lse_ptr,
-        sm_scale, num_splits,
+        sm_scale, num_splits, trace_ptr,
         WRITE_FINAL: gl.constexpr,
         BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup, 128: two)
         STAGES: gl.constexpr,      # cp.async depth
@@ -361,6 +366,7 @@ if HAVE_GLUON:
         VEC_EPILOGUE: gl.constexpr = False,  # output / partials stored as 8 consecutive dims per thread (16 B bf16)
         LAZY_SUM: gl.constexpr = False,  # softmax denominators kept per token row, summed across warps once at the end
         NW: gl.constexpr = 4,  # warps = BLOCK_N // 16: 8 (two warpgroups on 128-token tiles) needs VT_ROWS 0
+        TRACE: gl.constexpr = False,  # bench only: globaltimer at start, first tile in, end; and the SM id, per program
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
@@ -369,6 +375,9 @@ if HAVE_GLUON:
             gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
                                       is_pure=False, pack=1)
         gl.static_assert(NW * 16 == BLOCK_N, "BLOCK_N must be 16 x NW")
+        if TRACE:
+            t_start = _gl_globaltimer()
+        t_first = t_start if TRACE else 0
         gl.static_assert(NW == 4 or VT_ROWS == 0, "8 warps need VT_ROWS 0")
         kv_start = gl.load(kv_indptr_ptr + seq)
         kv_end = gl.load(kv_indptr_ptr + seq + 1)
@@ -447,6 +456,8 @@ if HAVE_GLUON:
             gl_async.wait_group(STAGES - 1)
             fence_async_shared()
             gl_barrier()
+            if TRACE:
+                t_first = gl.where(i == 0, _gl_globaltimer(), t_first)
             kn = kn_bufs.index(stage)
             kr = kr_bufs.index(stage)
 
@@ -574,6 +585,13 @@ if HAVE_GLUON:
             gl.store(dst + 256, o_hi.to(part_o_ptr.dtype.element_ty))
             lse = gl.where(l_o > 0, m_o + gl.log2(safe_l), float("-inf"))
             gl.store(part_lse_ptr + part + oh, lse)
+        if TRACE:
+            slot = trace_ptr + (seq * num_splits + split) * 4
+            gl.store(slot, t_start)
+            gl.store(slot + 1, t_first)
+            gl.store(slot + 2, _gl_globaltimer())
+            gl.store(slot + 3, gl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=gl.int32, is_pure=False,
+                                                         pack=1).to(gl.int64))
 
 
 @triton.jit
@@ -908,11 +926,12 @@ def mla_decode(data: input_t, **tuning) -> output_t:
     if plan["gluon"]:
         mla_fp8_gluon_kernel[(splits, batch)](
             q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse,
-            float(config["sm_scale"]), splits,
+            float(config["sm_scale"]), splits, plan.get("trace", kv_indptr),
             WRITE_FINAL=splits == 1, BLOCK_N=plan["gluon_block"], STAGES=plan["stages"], VT_ROWS=plan["vt_rows"],
             ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] in (0, 256), PDL_TRIGGER=bool(plan["pdl"]) and splits > 1,
             LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]),
-            LAZY_SUM=bool(plan["lazy_sum"]), NW=plan["gluon_block"] // 16, num_warps=plan["gluon_block"] // 16,
+            LAZY_SUM=bool(plan["lazy_sum"]), NW=plan["gluon_block"] // 16, TRACE="trace" in plan,
+            num_warps=plan["gluon_block"] // 16,
         )
         pdl = {"PDL": True, "launch_pdl": True} if plan["pdl"] else {}
         if splits > 1 and plan["merge_dims"]:

@@ -112,7 +112,7 @@ def test_gluon_kernel_compiles_for_sm90():
     kernel = sub.mla_fp8_gluon_kernel
     types = {"q_ptr": "*bf16", "q_stride_t": "i32", "q_stride_h": "i32", "kv_ptr": "*fp8e4nv",
              "kv_scale_ptr": "*fp32", "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
-             "part_lse_ptr": "*fp32", "sm_scale": "fp32", "num_splits": "i32"}
+             "part_lse_ptr": "*fp32", "sm_scale": "fp32", "num_splits": "i32", "trace_ptr": "*i64"}
     constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 0, "ASYNC": True,
                   "PDL_TRIGGER": True, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True}  # the default
     signature = {name: ("constexpr" if name in constexprs else types[name]) for name in kernel.arg_names}
