@@ -152,7 +152,7 @@ def mla_fp8_kernel(
     acc3 = tl.zeros((128, H), tl.float32)
     tok = tl.arange(0, BLOCK_N)
     dc = tl.arange(0, 128)
-    for start in range(lo, hi, BLOCK_N, NW):
+    for start in range(lo, hi, BLOCK_N):
         rows = start + tok
         ok = rows < hi
         k8 = tl.load(kv_ptr + rows[:, None] * K_QK_DIM + dn[None, :], mask=ok[:, None], other=0.0)
@@ -323,7 +323,7 @@ if HAVE_GLUON:
     # 32 ((r >> 4) & 7). Either way t(k) = k0 + 2 k2 + 4 k3 + 8 k1 + 16 k4 + 32 k5 (+ 64 k6).
     @gluon.jit
     def _gl_v_operand(kn_half, a_layout: gl.constexpr, NW: gl.constexpr = 4):
-        """(BLOCK_N tokens, 256 dims) of the tile in shared memory -> the (256 rows, BLOCK_N tokens) A operand of P.V."""
+        """(BLOCK_N tokens, 256 dims) of the tile in shared memory -> the A operand (256 rows, BLOCK_N tokens)."""
         if NW == 4:
             ld_v: gl.constexpr = gl.DistributedLinearLayout(
                 reg_bases=[[0, 1], [0, 2], [0, 4], [1, 0], [8, 0], [16, 0], [32, 0]],
@@ -359,7 +359,7 @@ if HAVE_GLUON:
         WRITE_FINAL: gl.constexpr,
         BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup, 128: two)
         STAGES: gl.constexpr,      # cp.async depth
-        VT_ROWS: gl.constexpr,     # 512: V^T of the whole tile at once; 256: two halves through one buffer; 0: in registers
+        VT_ROWS: gl.constexpr,     # 512: all V^T at once; 256: two halves through one buffer; 0: V^T in registers
         ASYNC: gl.constexpr = False,  # the score wgmma in flight while the low half of V^T is transposed
         PDL_TRIGGER: gl.constexpr = False,  # let the merge kernel (launched with PDL) start its programs now
         LATE_REFILL: gl.constexpr = False,  # refill a stage once its tile is consumed: STAGES tiles ahead, not - 1
@@ -533,7 +533,7 @@ if HAVE_GLUON:
                 fence_async_shared()
                 gl_barrier()
                 if LATE_REFILL:  # every warp has read this stage for the last time (scores, both V^T halves)
-                    _gl_issue_tile(kv_ptr, kn, kr, lo + (i + STAGES) * BLOCK_N, hi, BLOCK_N)
+                    _gl_issue_tile(kv_ptr, kn, kr, lo + (i + STAGES) * BLOCK_N, hi, BLOCK_N, NW)
                     gl_async.commit_group()
                 acc_hi = warpgroup_mma(vt_buf, p_t, acc_hi)
 
@@ -545,7 +545,8 @@ if HAVE_GLUON:
             ol: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])
         elif VT_ROWS == 0 and NW == 4:  # lanes on O^T rows r3, r6, r7, r0, r1 = dims 0-31: a warp stores 32 dims
             ol: gl.constexpr = gl.DistributedLinearLayout(
-                reg_bases=[[4, 0], [16, 0], [32, 0], [0, 1], [0, 2]], lane_bases=[[8, 0], [64, 0], [128, 0], [1, 0], [2, 0]],
+                reg_bases=[[4, 0], [16, 0], [32, 0], [0, 1], [0, 2]],
+                lane_bases=[[8, 0], [64, 0], [128, 0], [1, 0], [2, 0]],
                 warp_bases=[[0, 4], [0, 8]], block_bases=[], shape=[256, H])
         elif VT_ROWS == 0:  # 8 warps: lanes on rows r3, r7, r0, r1, r2 = value dims 0-31
             ol: gl.constexpr = gl.DistributedLinearLayout(

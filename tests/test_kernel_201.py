@@ -114,7 +114,7 @@ def test_gluon_kernel_compiles_for_sm90():
              "kv_scale_ptr": "*fp32", "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
              "part_lse_ptr": "*fp32", "sm_scale": "fp32", "num_splits": "i32", "trace_ptr": "*i64"}
     constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 0, "ASYNC": True,
-                  "PDL_TRIGGER": True, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True}  # the default
+                  "PDL_TRIGGER": True, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True, "NW": 4, "TRACE": False}  # the default
     signature = {name: ("constexpr" if name in constexprs else types[name]) for name in kernel.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
              if name.endswith("_ptr") or name.startswith("q_stride")}
