@@ -260,7 +260,8 @@ def print_loops(console, reports: list) -> None:
     """The main loop's instruction counts of each AMD kernel (harness/compile/loops.py), one line each."""
     for r in reports:
         if getattr(r, "loop", None) is not None:
-            console.print(escape(f"{r.kernel} ({r.label}): {r.loop.summary()}"), highlight=False)
+            name = r.label if r.label.startswith(r.kernel) else f"{r.kernel} ({r.label})"  # HIP labels name the kernel
+            console.print(escape(f"{name}: {r.loop.summary()}"), highlight=False)
 
 
 def outcome_rows(records: list[dict]) -> list[tuple[str, str, str, str, str, str]]:

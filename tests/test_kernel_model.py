@@ -1,6 +1,7 @@
 """The kernel model (issue 21): the main-loop parser on real gfx950 compiles of 201's kernels, the model's
 arithmetic on a hand-computed example, and `harness estimate` of 201 pricing mla_fp8_kernel with its gfx950 compile."""
 import json
+import os
 
 import pytest
 from rich.console import Console
@@ -138,3 +139,21 @@ def test_a_kernel_without_a_gfx950_compile_keeps_its_byte_price_and_says_why(tmp
                           kernel="mla_fp8_gluon_kernel")
     priced = cost.price(launch, model, kernels)
     assert cost.UNCALIBRATED in priced.basis and "no AOT_SPECS entry" in priced.basis
+
+
+def test_the_hip_compile_report_carries_the_main_loop_of_120():
+    """The HIP compile reads the same loop figures from llvm-objdump (the precompiled header is cached by then)."""
+    from harness.compile.hip import compile as hip_compile
+    from harness.compile.hip import toolchain as hip_toolchain
+
+    try:
+        hip_toolchain.find()
+    except hip_toolchain.ToolchainMissing as error:
+        if os.environ.get("HARNESS_ALLOW_NO_HIP") == "1":
+            pytest.skip(f"HARNESS_ALLOW_NO_HIP=1: {error}")
+        raise
+    report = hip_compile.compile_file(subs.resolve("120").path, "gfx950")
+    main = next(k for k in report.kernels if k.kernel == "mla_fp8_mfma_kernel")
+    assert main.loop is not None and main.loop.valu > 0 and main.loop.load_bytes_per_lane > 0
+    assert set(main.loop.matrix) <= set(main.matrix_instructions) and "v_mfma_f32_16x16x128_f8f6f4" in main.loop.matrix
+    assert sum(main.loop.matrix.values()) <= main.mfma_count
