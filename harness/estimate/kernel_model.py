@@ -32,7 +32,6 @@ class Costs:
     wave_size: int
     valu_cycles: float
     mfma_cycles: dict      # MFMA name as harness/compile/loops.py writes it -> cycles
-    not_found: tuple       # what the sources do not give, one line each
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,7 @@ def load_costs(path: Path = DATA_FILE) -> Costs:
     figures = json.loads(Path(path).read_text(encoding="utf-8"))["kernel_model"]
     return Costs(clock_hz=float(figures["clock_hz"]["value"]), simds_per_cu=int(figures["simds_per_cu"]["value"]),
                  wave_size=int(figures["wave_size"]["value"]), valu_cycles=float(figures["valu_cycles"]["value"]),
-                 mfma_cycles={k: float(v) for k, v in figures["mfma_cycles"]["values"].items()},
-                 not_found=tuple(figures["not_found"]))
+                 mfma_cycles={k: float(v) for k, v in figures["mfma_cycles"]["values"].items()})
 
 
 def bytes_per_iteration(kernel: CompiledKernel, costs: Costs) -> int:
@@ -68,15 +66,16 @@ def bytes_per_iteration(kernel: CompiledKernel, costs: Costs) -> int:
     return kernel.loop.load_bytes_per_lane * costs.wave_size * kernel.waves
 
 
-def wave_cycles(loop: LoopFigures, costs: Costs) -> tuple[float, float, float, list]:
-    """(point, low, high) cycles of one wave's iteration, and the MFMAs with no cycle figure (taken at the fewest
-    known cycles for the low end, the most for the point and the high end)."""
+def wave_cycles(loop: LoopFigures, costs: Costs) -> tuple[float, float, list]:
+    """Cycles of one wave's iteration: (VALU then MFMA, one after the other: the point and the high end; VALU and MFMA
+    co-executed: the low end), and the MFMAs with no cycle figure (taken at the most known cycles when serial, the
+    fewest when co-executed)."""
     known = costs.mfma_cycles.values()
     missing = sorted(name for name in loop.matrix if name not in costs.mfma_cycles)
     fewest = sum(n * costs.mfma_cycles.get(name, min(known)) for name, n in loop.matrix.items())
     most = sum(n * costs.mfma_cycles.get(name, max(known)) for name, n in loop.matrix.items())
     valu = loop.valu * costs.valu_cycles
-    return valu + most, max(valu, fewest), valu + most, missing
+    return valu + most, max(valu, fewest), missing
 
 
 def price(nbytes: float, programs: int | None, kernel: CompiledKernel, costs: Costs, peak_bandwidth: float,
@@ -88,20 +87,20 @@ def price(nbytes: float, programs: int | None, kernel: CompiledKernel, costs: Co
     bytes_high = nbytes / (slowest_bandwidth * share) * 1e6
     iterations = nbytes / bytes_per_iteration(kernel, costs)
     simds = min(costs.simds_per_cu * compute_units, (programs or compute_units) * min(kernel.waves, costs.simds_per_cu))
-    point_c, low_c, high_c, missing = wave_cycles(kernel.loop, costs)
+    serial, overlapped, missing = wave_cycles(kernel.loop, costs)
 
     def instruction_us(cycles: float) -> float:
         return iterations * kernel.waves * cycles / simds / costs.clock_hz * 1e6
 
     hides = (kernel.waves_per_simd or 1) >= 2  # another wave's instructions cover one wave's memory wait
-    compute = instruction_us(point_c)
+    compute = instruction_us(serial)
     point = max(bytes_low, compute) if hides else bytes_low + compute
-    low = max(bytes_low, instruction_us(low_c))
-    high = bytes_high + instruction_us(high_c)
+    low = max(bytes_low, instruction_us(overlapped))
+    high = bytes_high + compute
     loop = kernel.loop
-    basis = (f"{UNCALIBRATED}: gfx950 compile of AOT_SPECS '{kernel.label}', loop per wave per iteration {loop.valu} VALU "
-             f"+ {sum(loop.matrix.values())} MFMA, {bytes_per_iteration(kernel, costs)} B loaded per program; "
-             f"{kernel.waves_per_simd or '?'} waves/SIMD: bytes and instructions "
+    basis = (f"{UNCALIBRATED}: gfx950 compile of AOT_SPECS '{kernel.label}', loop per wave per iteration "
+             f"{loop.valu} VALU + {sum(loop.matrix.values())} MFMA, {bytes_per_iteration(kernel, costs)} B loaded per "
+             f"program; {kernel.waves_per_simd or '?'} waves/SIMD: bytes and instructions "
              + ("overlap" if hides else "added (one wave per SIMD hides nothing)")
              + (f"; no cycle figure for {', '.join(missing)}" if missing else "")
              + "; not priced: LDS, scalar, transcendentals; clock under load not public")

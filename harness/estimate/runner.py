@@ -3,8 +3,9 @@
 
 On a GPU the official shapes run as they are; on a CPU each is recorded at shorter KV lengths and scaled
 (harness/estimate/launches.py). A submission that fails the check, or that the aiter stand-in refuses (partial
-work such as page size > 1), gets no estimate, only the reason; so does one whose kernels cannot run here (HIP: see _refusal_before_running).
-Triton launches with a gfx950 compile in the file's AOT_SPECS are priced by the kernel model (kernel_model.py).
+work such as page size > 1), gets no estimate, only the reason; so does one whose kernels cannot run here (HIP:
+_refusal_before_running says why). Triton launches with a gfx950 compile in the file's AOT_SPECS are priced by the
+kernel model (kernel_model.py).
 The result is a ledger record of mode "estimate": never a measured time.
 """
 from __future__ import annotations
@@ -86,14 +87,18 @@ def _refusal_before_running(submission: Submission) -> str:
 
 
 def _kernel_model_warnings(shapes: list, platform: Platform) -> list[str]:
-    """The kernel model prices the launches recorded here: say so, since gfx950 may take another path."""
-    modelled = sorted({p.launch.kernel for s in shapes if s.estimate for p in s.estimate.priced
-                       if p.launch.kind == "triton" and "gfx950 compile" in p.basis})
-    if not modelled:
+    """Triton launches are recorded on this machine's path, which need not be gfx950's: say so, and which of them the
+    kernel model priced from gfx950 compiles."""
+    priced = [p for s in shapes if s.estimate for p in s.estimate.priced if p.launch.kind == "triton"]
+    if not priced:
         return []
-    return [f"the kernel model prices {', '.join(modelled)} with their gfx950 compiles, but on the grids and bytes "
-            f"recorded on this machine ({platform.describe()}): the launches are this machine's path, not the one "
-            "the file takes on gfx950 (another kernel, grid or split count may run there)"]
+    modelled = sorted({p.launch.kernel for p in priced if "gfx950 compile" in p.basis})
+    recorded = sorted({p.launch.kernel or p.launch.name for p in priced})
+    return [f"the Triton launches ({', '.join(recorded)}) were recorded on this machine ({platform.describe()}): their "
+            "kernels, grids and bytes are the path the file takes here, not necessarily on gfx950 (201, for one, runs "
+            "its sm90 Gluon kernel on an H200 and its Triton path on a CPU); "
+            + (f"the kernel model prices {', '.join(modelled)} from gfx950 compiles on those grids" if modelled
+               else "none has a gfx950 compile, so they are priced by their bytes")]
 
 
 def _record_shape(worker: Worker, spec: dict, lengths: list, device: str) -> tuple[list, str]:
