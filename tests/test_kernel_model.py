@@ -55,13 +55,15 @@ def test_the_loop_parser_reads_an_objdump_listing_by_address():
 \tglobal_load_dwordx4 v[4:7], v[0:1], off               // 00000000100C:
 \tv_mfma_f32_16x16x128_f8f6f4 v[8:11], v[4:11], v[4:11], v[8:11] cbsz:4 blgp:4 // 000000001014:
 \tds_read_b128 v[12:15], v1                             // 000000001024:
-\ts_cbranch_scc1 65530                                  // 00000000102C: <kern+0x8>
+\tds_write_b8_d16_hi v1, v2                             // 000000001028:
+\ts_cbranch_scc1 65529                                  // 00000000102C: <kern+0x8>
 \ts_endpgm                                              // 000000001030:
 """
     found = loops.from_objdump(listing)["kern"]
-    assert found.back_edges == ((1, 5),)
+    assert found.back_edges == ((1, 6),)
     loop = loops.main_loop(found)
-    assert (loop.valu, loop.lds, loop.lds_bytes_per_lane, loop.loads, loop.scalar) == (1, 1, 16, {16: 1}, 1)
+    # ds_write_b8_d16_hi writes 1 byte per lane: the first size word of the name counts
+    assert (loop.valu, loop.lds, loop.lds_bytes_per_lane, loop.loads, loop.scalar) == (1, 2, 16 + 1, {16: 1}, 1)
     assert loop.matrix == {"v_mfma_f32_16x16x128_f8f6f4 (fp4/fp6)": 1}  # both operands fp4: the 16-cycle form
 
 

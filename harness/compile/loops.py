@@ -20,8 +20,8 @@ _FUNCTION = re.compile(r"^([0-9a-f]+) <([^>]+)>:\s*$")
 _ADDRESS = re.compile(r"//\s*([0-9A-Fa-f]+):")
 _TARGET = re.compile(r"<([^>+]+)\+0x([0-9a-f]+)>")
 _LOAD_BYTES = {"dwordx4": 16, "dwordx3": 12, "dwordx2": 8, "dword": 4, "ubyte": 1, "sbyte": 1, "ushort": 2,
-               "sshort": 2, "short": 2, "b128": 16, "b96": 12, "b64": 8, "b32": 4, "u8": 1, "i8": 1, "u16": 2,
-               "i16": 2}
+               "sshort": 2, "short": 2, "b128": 16, "b96": 12, "b64": 8, "b32": 4, "b16": 2, "b8": 1, "u8": 1,
+               "i8": 1, "u16": 2, "i16": 2}
 _LOADS = ("global_load", "buffer_load", "flat_load")
 _STORES = ("global_store", "buffer_store", "flat_store")
 
@@ -87,26 +87,29 @@ def from_objdump(text: str) -> dict[str, Listing]:
     """llvm-objdump -d of a code object: one Listing per function symbol; targets come from the `<sym+0x..>`
     comments, matched to the instructions' own addresses."""
     found: dict[str, tuple] = {}
+    starts: dict[str, int] = {}
     current = None
     for line in text.splitlines():
         header = _FUNCTION.match(line)
         if header:
-            current = found.setdefault(header.group(2), (int(header.group(1), 16), [], {}, []))
+            starts[header.group(2)] = int(header.group(1), 16)
+            current = found.setdefault(header.group(2), ([], {}, []))
             continue
         if current is None or not line[:1].isspace() or not line.strip():
             continue
-        start, instructions, addresses, branches = current
+        instructions, addresses, branches = current
         code, _, comment = line.partition("//")
         address = _ADDRESS.search("//" + comment)
         if address:
             addresses[int(address.group(1), 16)] = len(instructions)
         target = _TARGET.search(comment)
         if target and _BRANCH.match(_mnemonic(code.strip())):
-            branches.append((len(instructions), start + int(target.group(2), 16)))
+            branches.append((len(instructions), target.group(1), int(target.group(2), 16)))
         instructions.append(code.strip())
     listings = {}
-    for name, (_, instructions, addresses, branches) in found.items():
-        edges = tuple((addresses[target], index) for index, target in branches
+    for name, (instructions, addresses, branches) in found.items():
+        targets = [(index, starts[symbol] + offset) for index, symbol, offset in branches if symbol in starts]
+        edges = tuple((addresses[target], index) for index, target in targets
                       if target in addresses and addresses[target] <= index)
         listings[name] = Listing(tuple(instructions), edges)
     return listings
@@ -125,8 +128,9 @@ def _matrix_name(instruction: str) -> str:
 
 
 def _width(mnemonic: str, default: int = 4) -> int:
-    """Bytes per lane of a load or LDS access, from its name's last size word (ds_read2_* moves two)."""
-    for word in reversed(re.split(r"_", mnemonic)):
+    """Bytes per lane of a load or LDS access, from its name's first size word (ds_read_b64_tr_b8 moves 8 bytes,
+    ds_write_b8_d16_hi 1; ds_read2_* moves two)."""
+    for word in mnemonic.split("_"):
         if word in _LOAD_BYTES:
             return _LOAD_BYTES[word] * (2 if re.match(r"ds_(read|write)2", mnemonic) else 1)
     return default
