@@ -98,7 +98,7 @@ def _kernel_model_warnings(shapes: list, platform: Platform) -> list[str]:
             "kernels, grids and bytes are the path the file takes here, not necessarily on gfx950 (201, for one, runs "
             "its sm90 Gluon kernel on an H200 and its Triton path on a CPU); "
             + (f"the kernel model prices {', '.join(modelled)} from gfx950 compiles on those grids" if modelled
-               else "none has a gfx950 compile, so they are priced by their bytes")]
+               else "the kernel model prices none of them (the breakdown says why), so their bytes are priced")]
 
 
 def _record_shape(worker: Worker, spec: dict, lengths: list, device: str) -> tuple[list, str]:
