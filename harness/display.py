@@ -253,6 +253,15 @@ def print_compile(console, name: str, target: str, reports: list, amd: bool) -> 
                 r.occupancy or "-", ", ".join(r.matrix_instructions) or "[yellow]none[/]"]
         rows.append(row)
     print_fitted(console, *fit(console.width, columns, rows, title=f"{name} for {target}", title_justify="left"))
+    print_loops(console, reports)
+
+
+def print_loops(console, reports: list) -> None:
+    """The main loop's instruction counts of each AMD kernel (harness/compile/loops.py), one line each."""
+    for r in reports:
+        if getattr(r, "loop", None) is not None:
+            name = r.label if r.label.startswith(r.kernel) else f"{r.kernel} ({r.label})"  # HIP labels name the kernel
+            console.print(escape(f"{name}: {r.loop.summary()}"), highlight=False)
 
 
 def outcome_rows(records: list[dict]) -> list[tuple[str, str, str, str, str, str]]:
@@ -310,6 +319,7 @@ def print_hip_report(console, report) -> None:
                   f"{escape(report.summary)} [dim]({report.seconds:.1f} s, precompiled header {report.pch or 'none'})[/]")
     if report.kernels:
         print_fitted(console, *hip_table(report, console.width))
+        print_loops(console, report.kernels)
     for finding in report.findings:
         console.print(f"[yellow]{escape(finding.format(Path(report.path).name))}[/]")
     if report.blocking and report.diagnostics:

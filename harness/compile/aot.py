@@ -38,6 +38,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from harness.compile import loops
+
 TARGETS = {
     # name: (backend, arch, warp size)
     "gfx950": ("hip", "gfx950", 64),
@@ -69,6 +71,7 @@ class KernelReport:
     occupancy: str | None = None  # waves per SIMD (AMD, from the compiler) or an estimate of CTAs per SM (NVIDIA)
     matrix_instructions: tuple[str, ...] = ()
     num_warps: int | None = None
+    loop: loops.LoopFigures | None = None  # AMD: what one iteration of the main loop issues per wave
     error: str | None = None  # compile failure, or why the kernel was skipped
     skipped: bool = False
 
@@ -152,6 +155,7 @@ def _amd_report(report: KernelReport, asm: str) -> None:
     waves = field(r";\s*Occupancy:\s+(\d+)")
     report.occupancy = f"{waves} waves/SIMD" if waves is not None else None
     report.matrix_instructions = tuple(sorted(set(re.findall(r"\b(v_mfma\w+|v_smfmac\w+|v_wmma\w+)", asm))))
+    report.loop = loops.main_loop(loops.from_assembly(asm))
 
 
 def _nvidia_report(report: KernelReport, compiled) -> None:

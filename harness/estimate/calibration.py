@@ -24,6 +24,7 @@ class Launch:
     bytes: float = 0.0     # bytes moved by all `count` of them (asm: KV + Q read, output written)
     variant: str | None = None  # asm kernels: "a8w8_ps", "a16w16_np", ...
     programs: int | None = None  # Triton kernels: programs in the grid of each launch (None when not known)
+    kernel: str | None = None   # Triton kernels: the @triton.jit function's name (the kernel model's key)
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,10 @@ def from_recording(recording: dict) -> list[Launch]:
     triton: dict = {}
     for kernel in recording.get("triton", []):
         name = kernel["name"] + (f" grid {tuple(kernel['grid'])}" if kernel.get("grid") else "")
-        count, nbytes, _ = triton.get(name, (0, 0.0, None))
-        triton[name] = (count + 1, nbytes + float(kernel["bytes"]), kernel.get("programs"))
-    launches += [Launch("triton", name, count=count, bytes=nbytes, programs=programs)
-                 for name, (count, nbytes, programs) in sorted(triton.items())]
+        count, nbytes, _, _ = triton.get(name, (0, 0.0, None, None))
+        triton[name] = (count + 1, nbytes + float(kernel["bytes"]), kernel.get("programs"), kernel["name"])
+    launches += [Launch("triton", name, count=count, bytes=nbytes, programs=programs, kernel=kernel)
+                 for name, (count, nbytes, programs, kernel) in sorted(triton.items())]
     if recording.get("allocations"):
         launches.append(Launch("alloc", "torch.empty", count=int(recording["allocations"])))
     launches += [Launch("sync", what, count=int(n)) for what, n in sorted(recording.get("syncs", {}).items()) if n]

@@ -4,16 +4,17 @@ A call costs the Python call itself, each asm MLA kernel (a fixed cost plus byte
 byte), each aiter helper kernel and small torch launch (fixed costs from the facts), each allocation, and each host
 sync (fitted). Nothing is invented: a variant with no calibration figure is bounded by the calibrated variants at
 the same bytes, and bytes of torch ops and Triton kernels are priced between the 8 TB/s peak and the slowest
-bandwidth the fit found ("kernel model, uncalibrated"); both widen the band.
+bandwidth the fit found ("kernel model, uncalibrated"); both widen the band. A Triton kernel with a gfx950 compile
+is priced by the kernel model instead (harness/estimate/kernel_model.py: its loop's instructions against its bytes).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
+from harness.estimate import kernel_model
 from harness.estimate.calibration import Calibration, Launch
-
-UNCALIBRATED = "kernel model, uncalibrated"
+from harness.estimate.kernel_model import UNCALIBRATED
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,9 @@ def _bytes_range(nbytes: float, model: Model, share: float = 1.0) -> tuple:
     return low, low, nbytes / (model.slowest_bandwidth() * share) * 1e6
 
 
-def price(launch: Launch, model: Model) -> Priced:
+def price(launch: Launch, model: Model, kernels=None) -> Priced:
+    """One launch's price; `kernels` (estimate/gfx950_kernels.py's Gfx950Kernels) gives Triton kernels their gfx950
+    compile for the kernel model."""
     cal = model.calibration
     n = launch.count
     if launch.kind == "python":
@@ -108,8 +111,16 @@ def price(launch: Launch, model: Model) -> Priced:
     point, low, high = _bytes_range(launch.bytes, model, share)
     if launch.bytes <= 0:
         return Priced(launch, base, base, base, "fixed (facts)", True)
+    compiled = kernels.get(launch.kernel) if kernels is not None and launch.kind == "triton" else None
+    if compiled is not None:
+        found = kernel_model.price(launch.bytes, launch.programs, compiled, kernels.costs, cal.peak_bandwidth,
+                                   model.slowest_bandwidth(), cal.compute_units)
+        return Priced(launch, base + found.us, base + found.low_us, base + found.high_us,
+                      f"launch (facts) + {found.basis}", False)
     grid = f" on {launch.programs} of {cal.compute_units} CUs" if share < 1 else ""
-    return Priced(launch, base + point, base + low, base + high, f"launch (facts) + bytes{grid}: {UNCALIBRATED}", False)
+    why = f" ({kernels.why_not(launch.kernel)})" if compiled is None and kernels is not None and launch.kernel else ""
+    return Priced(launch, base + point, base + low, base + high,
+                  f"launch (facts) + bytes{grid}: {UNCALIBRATED}{why}", False)
 
 
 @dataclass
@@ -125,9 +136,9 @@ class ShapeEstimate:
     uncalibrated: list = field(default_factory=list)  # what widened the band, one line each
 
 
-def estimate_shape(shape: tuple, launches: list, model: Model) -> ShapeEstimate:
+def estimate_shape(shape: tuple, launches: list, model: Model, kernels=None) -> ShapeEstimate:
     """The benchmark-mode and ranked-mode estimate of one shape, with bands that cover the leave-one-out errors."""
-    priced = [price(launch, model) for launch in launches]
+    priced = [price(launch, model, kernels) for launch in launches]
     calibrated = sum(p.us for p in priced if p.calibrated)
     loose = [p for p in priced if not p.calibrated]
     point = calibrated + sum(p.us for p in loose)

@@ -3,7 +3,9 @@
 
 On a GPU the official shapes run as they are; on a CPU each is recorded at shorter KV lengths and scaled
 (harness/estimate/launches.py). A submission that fails the check, or that the aiter stand-in refuses (partial
-work such as page size > 1), gets no estimate, only the reason; so does one whose kernels cannot run here (HIP).
+work such as page size > 1), gets no estimate, only the reason; so does one whose kernels cannot run here (HIP:
+_refusal_before_running says why). Triton launches with a gfx950 compile in the file's AOT_SPECS are priced by the
+kernel model (kernel_model.py).
 The result is a ledger record of mode "estimate": never a measured time.
 """
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from harness.estimate import fit, launches as launch_lists
+from harness.estimate.gfx950_kernels import Gfx950Kernels
 from harness.estimate.model import Model, ShapeEstimate, estimate_shape
 from harness.platform import Platform, interprets_triton
 from harness.results import ledger, records
@@ -75,9 +78,27 @@ def row_budget() -> int:
 
 def _refusal_before_running(submission: Submission) -> str:
     if "hip" in submission.requirements:
-        return ("builds HIP kernels, which cannot run on this machine: nothing to record, so no estimate "
-                "(harness compile N --target gfx950 reports their registers and occupancy)")
+        return ("builds HIP kernels, which cannot run on this machine: nothing to record, so no estimate. A "
+                "compile-only price would have to invent the launches: the grid, waves per workgroup, split count and "
+                "which kernels run per shape are chosen by host code that runs only beside a GPU, and the kernel "
+                "model needs them (harness compile N --target gfx950 reports the kernels' registers, occupancy and "
+                "main-loop instructions)")
     return ""
+
+
+def _kernel_model_warnings(shapes: list, platform: Platform) -> list[str]:
+    """Triton launches are recorded on this machine's path, which need not be gfx950's: say so, and which of them the
+    kernel model priced from gfx950 compiles."""
+    priced = [p for s in shapes if s.estimate for p in s.estimate.priced if p.launch.kind == "triton"]
+    if not priced:
+        return []
+    modelled = sorted({p.launch.kernel for p in priced if "gfx950 compile" in p.basis})
+    recorded = sorted({p.launch.kernel or p.launch.name for p in priced})
+    return [f"the Triton launches ({', '.join(recorded)}) were recorded on this machine ({platform.describe()}): their "
+            "kernels, grids and bytes are the path the file takes here, not necessarily on gfx950 (201, for one, runs "
+            "its sm90 Gluon kernel on an H200 and its Triton path on a CPU); "
+            + (f"the kernel model prices {', '.join(modelled)} from gfx950 compiles on those grids" if modelled
+               else "the kernel model prices none of them (the breakdown says why), so their bytes are priced")]
 
 
 def _record_shape(worker: Worker, spec: dict, lengths: list, device: str) -> tuple[list, str]:
@@ -107,6 +128,7 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
     if not refusal:
         interpret = interprets_triton(submission, platform)
         log = protocol.log_file_for(submission, "estimate")
+        kernels = Gfx950Kernels(submission.path)  # compiled on first use, once per kernel for the whole run
         with Worker(submission.path, platform.torch_device, log, triton_interpreter=interpret) as worker:
             for index, shape in enumerate(shapes):
                 batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
@@ -120,7 +142,8 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
                 one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
                                                      lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
                 shape.recorded_kv = lengths
-                shape.estimate = estimate_shape((batch, kv), launch_lists.from_recording(one), model)
+                shape.estimate = estimate_shape((batch, kv), launch_lists.from_recording(one), model, kernels)
+        warnings += _kernel_model_warnings(shapes, platform)
     return EstimateRun(submission=submission, platform=platform, target=target, model=model, shapes=shapes,
                        refusal=refusal, status=status, warnings=warnings, started=started, finished=protocol.now_iso())
 

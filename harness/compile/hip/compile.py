@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.compile import loops
 from harness.compile.hip import build as hip_build
 from harness.checks import hip_hazards
 from harness.compile.hip import source as hip_source
@@ -114,8 +115,9 @@ def _disassembly(chain, hsaco: Path, kernels: list[HipKernelReport]) -> None:
     """MFMA names and counts, and the fewest wait states before a VALU reads an MFMA result, per kernel."""
     text = subprocess.run([str(chain.objdump), "-d", "--no-show-raw-insn", str(hsaco)], capture_output=True,
                           text=True, timeout=300).stdout
-    code = hip_hazards.functions(text)
+    code, listings = hip_hazards.functions(text), loops.from_objdump(text)
     for kernel in kernels:
+        kernel.loop = loops.main_loop(listings[kernel.kernel]) if kernel.kernel in listings else None
         instructions = code.get(kernel.kernel, [])
         mfmas = [i.split(None, 1)[0] for i in instructions if hip_hazards.is_mfma(i)]
         kernel.mfma_count = len(mfmas)

@@ -1,0 +1,108 @@
+"""The kernel model: what a Triton kernel's launch would take on an MI355X, from its gfx950 compile. Uncalibrated.
+
+For one recorded launch (its programs and bytes) and the main loop of the kernel's gfx950 assembly
+(harness/compile/loops.py):
+- bytes: at the 8 TB/s peak over the share of CUs the grid keeps busy (high end: the slowest bandwidth the fit found);
+- instructions: iterations = launch bytes / bytes one program loads per iteration (bytes per lane x 64 lanes x waves);
+  a wave's iteration costs 4 cycles per VALU instruction plus each MFMA's cycles, spread over the SIMDs the grid
+  keeps busy, at the 2.4 GHz peak clock;
+- the price: the larger of the two when a SIMD holds 2 or more waves (one wave's memory wait hides under another's
+  instructions), their sum with 1 wave per SIMD. Band: low = VALU and MFMA overlapped (they co-execute) and the
+  larger of bytes and instructions; high = the slowest bandwidth plus VALU and MFMA one after the other, nothing
+  overlapped. Every figure is in data/mi355x_costs.json ("kernel_model") with its source; what is not found there
+  is named in the basis and taken at the end of the band that covers it.
+A loop that loads the same bytes twice per iteration (an L2 hit) gets half the iterations: the model cannot tell.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.compile.loops import LoopFigures
+from harness.estimate.calibration import DATA_FILE
+
+UNCALIBRATED = "kernel model, uncalibrated"  # on every price that no calibration figure backs
+
+
+@dataclass(frozen=True)
+class Costs:
+    clock_hz: float
+    simds_per_cu: int
+    wave_size: int
+    valu_cycles: float
+    mfma_cycles: dict      # MFMA name as harness/compile/loops.py writes it -> cycles
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """What the model needs of one gfx950 compile of a kernel: its main loop and launch shape."""
+    name: str
+    label: str             # the AOT_SPECS label that was compiled
+    loop: LoopFigures
+    waves: int             # waves per program (num_warps)
+    waves_per_simd: int | None  # the compiler's occupancy
+
+
+@dataclass(frozen=True)
+class KernelPrice:
+    us: float
+    low_us: float
+    high_us: float
+    bytes_us: float        # bytes at the peak over the busy CUs
+    instructions_us: float  # the point's instruction time
+    basis: str
+
+
+def load_costs(path: Path = DATA_FILE) -> Costs:
+    figures = json.loads(Path(path).read_text(encoding="utf-8"))["kernel_model"]
+    return Costs(clock_hz=float(figures["clock_hz"]["value"]), simds_per_cu=int(figures["simds_per_cu"]["value"]),
+                 wave_size=int(figures["wave_size"]["value"]), valu_cycles=float(figures["valu_cycles"]["value"]),
+                 mfma_cycles={k: float(v) for k, v in figures["mfma_cycles"]["values"].items()})
+
+
+def bytes_per_iteration(kernel: CompiledKernel, costs: Costs) -> int:
+    """What one program loads from memory in one iteration of its main loop."""
+    return kernel.loop.load_bytes_per_lane * costs.wave_size * kernel.waves
+
+
+def wave_cycles(loop: LoopFigures, costs: Costs) -> tuple[float, float, list]:
+    """Cycles of one wave's iteration: (VALU then MFMA, one after the other: the point and the high end; VALU and MFMA
+    co-executed: the low end), and the MFMAs with no cycle figure (taken at the most known cycles when serial, the
+    fewest when co-executed)."""
+    known = costs.mfma_cycles.values()
+    missing = sorted(name for name in loop.matrix if name not in costs.mfma_cycles)
+    fewest = sum(n * costs.mfma_cycles.get(name, min(known)) for name, n in loop.matrix.items())
+    most = sum(n * costs.mfma_cycles.get(name, max(known)) for name, n in loop.matrix.items())
+    valu = loop.valu * costs.valu_cycles
+    return valu + most, max(valu, fewest), missing
+
+
+def price(nbytes: float, programs: int | None, kernel: CompiledKernel, costs: Costs, peak_bandwidth: float,
+          slowest_bandwidth: float, compute_units: int) -> KernelPrice:
+    """The time of `nbytes` moved by launches of `programs` programs each, in microseconds (all launches together)."""
+    cus = min(compute_units, programs) if programs else compute_units
+    share = cus / compute_units
+    bytes_low = nbytes / (peak_bandwidth * share) * 1e6
+    bytes_high = nbytes / (slowest_bandwidth * share) * 1e6
+    iterations = nbytes / bytes_per_iteration(kernel, costs)
+    simds = min(costs.simds_per_cu * compute_units, (programs or compute_units) * min(kernel.waves, costs.simds_per_cu))
+    serial, overlapped, missing = wave_cycles(kernel.loop, costs)
+
+    def instruction_us(cycles: float) -> float:
+        return iterations * kernel.waves * cycles / simds / costs.clock_hz * 1e6
+
+    hides = (kernel.waves_per_simd or 1) >= 2  # another wave's instructions cover one wave's memory wait
+    compute = instruction_us(serial)
+    point = max(bytes_low, compute) if hides else bytes_low + compute
+    low = max(bytes_low, instruction_us(overlapped))
+    high = bytes_high + compute
+    loop = kernel.loop
+    basis = (f"{UNCALIBRATED}: gfx950 compile of AOT_SPECS '{kernel.label}', loop per wave per iteration "
+             f"{loop.valu} VALU + {sum(loop.matrix.values())} MFMA, {bytes_per_iteration(kernel, costs)} B loaded per "
+             f"program; {kernel.waves_per_simd or '?'} waves/SIMD: bytes and instructions "
+             + ("overlap" if hides else "added (one wave per SIMD hides nothing)")
+             + (f"; no cycle figure for {', '.join(missing)}" if missing else "")
+             + "; not priced: LDS, scalar, transcendentals; clock under load not public")
+    return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point), bytes_us=bytes_low,
+                       instructions_us=compute, basis=basis)

@@ -1,0 +1,162 @@
+"""The kernel model (issue 21): the main-loop parser on real gfx950 compiles of 201's kernels, the model's
+arithmetic on a hand-computed example, and `harness estimate` of 201 pricing mla_fp8_kernel with its gfx950 compile."""
+import json
+import os
+
+import pytest
+from rich.console import Console
+
+from harness import display, platform as platforms, submission as subs
+from harness.compile import aot, loops
+from harness.estimate import calibration as calib
+from harness.estimate import fit, gfx950_kernels, kernel_model, runner
+from harness.estimate import model as cost
+
+SUBMISSION_201 = subs.resolve("201").path
+KV_FP8_BYTES_PER_TOKEN = 576
+
+
+@pytest.fixture(scope="module")
+def module_201():
+    return aot.load_module(SUBMISSION_201)
+
+
+def _compile_gfx950(module, kernel: str) -> aot.KernelReport:
+    spec = gfx950_kernels.choose_spec(module.AOT_SPECS, kernel)
+    report = aot.compile_kernel(aot.find_kernels(module)[kernel], spec, "gfx950")
+    assert report.error is None, report.error
+    return report
+
+
+def test_the_main_loop_of_201s_fp8_kernel_for_gfx950(module_201):
+    report = _compile_gfx950(module_201, "mla_fp8_kernel")
+    assert report.label == "gfx950 default: fp8 P.V, split partials"  # the first spec labelled gfx950
+    loop = report.loop
+    assert set(loop.matrix) == {"v_mfma_f32_16x16x128_f8f6f4", "v_mfma_f32_16x16x32_fp8_fp8"}
+    assert all(n > 0 for n in loop.matrix.values())
+    assert loop.valu > 100 and loop.lds > 0 and loop.scalar > 0
+    # 4 waves of 64 lanes load one 32-token tile of fp8 KV per iteration, each byte once
+    assert loop.load_bytes_per_lane * 64 * report.num_warps == 32 * KV_FP8_BYTES_PER_TOKEN
+    assert f"{loop.valu} VALU" in loop.summary() and "v_mfma_f32_16x16x32_fp8_fp8" in loop.summary()
+
+
+def test_the_main_loop_of_201s_mxfp4_kernel_names_its_scaled_mfma(module_201):
+    loop = _compile_gfx950(module_201, "mla_mxfp4_kernel").loop
+    # Q enters the scaled MFMA as fp8, so it is the 32-cycle form, not the "(fp4/fp6)" one
+    assert set(loop.matrix) == {"v_mfma_scale_f32_16x16x128_f8f6f4", "v_mfma_f32_16x16x32_bf16"}
+    assert loop.valu > 100 and loop.load_bytes_per_lane > 0
+
+
+def test_the_loop_parser_reads_an_objdump_listing_by_address():
+    listing = """
+0000000000001000 <kern>:
+\ts_load_dwordx2 s[0:1], s[4:5], 0x0                   // 000000001000:
+\tv_add_u32_e32 v1, v2, v3                              // 000000001008:
+\tglobal_load_dwordx4 v[4:7], v[0:1], off               // 00000000100C:
+\tv_mfma_f32_16x16x128_f8f6f4 v[8:11], v[4:11], v[4:11], v[8:11] cbsz:4 blgp:4 // 000000001014:
+\tds_read_b128 v[12:15], v1                             // 000000001024:
+\tds_write_b8_d16_hi v1, v2                             // 000000001028:
+\ts_cbranch_scc1 65529                                  // 00000000102C: <kern+0x8>
+\ts_endpgm                                              // 000000001030:
+"""
+    found = loops.from_objdump(listing)["kern"]
+    assert found.back_edges == ((1, 6),)
+    loop = loops.main_loop(found)
+    # ds_write_b8_d16_hi writes 1 byte per lane: the first size word of the name counts
+    assert (loop.valu, loop.lds, loop.lds_bytes_per_lane, loop.loads, loop.scalar) == (1, 2, 16 + 1, {16: 1}, 1)
+    assert loop.matrix == {"v_mfma_f32_16x16x128_f8f6f4 (fp4/fp6)": 1}  # both operands fp4: the 16-cycle form
+
+
+def _kernel(valu: int, matrix: dict, waves_per_simd: int) -> kernel_model.CompiledKernel:
+    loop = loops.LoopFigures(instructions=valu + 2, valu=valu, matrix=matrix, lds=0, lds_bytes_per_lane=0,
+                             loads={16: 1}, stores=0, scalar=1, other=0, first=0, last=valu + 1)
+    return kernel_model.CompiledKernel(name="k", label="test", loop=loop, waves=4, waves_per_simd=waves_per_simd)
+
+
+def test_the_kernel_model_on_a_hand_computed_example():
+    """512 programs of 4 waves; 16 B per lane per iteration = 4096 B per program; 1e5 iterations. A wave's iteration:
+    100 VALU x 4 + 2 MFMA x 16 = 432 cycles (low end, co-executed: 400). 1024 SIMDs busy at 2.4 GHz:
+    1e5 x 4 x 432 / 1024 / 2.4e9 = 70.3125 us of instructions; 409.6 MB at 8 TB/s = 51.2 us."""
+    costs = kernel_model.load_costs()
+    nbytes, slow = 4096 * 1e5, 3.5e12
+    two = kernel_model.price(nbytes, 512, _kernel(100, {"v_mfma_f32_16x16x32_fp8_fp8": 2}, 2), costs, 8e12, slow, 256)
+    assert two.bytes_us == pytest.approx(51.2) and two.instructions_us == pytest.approx(70.3125)
+    assert two.us == pytest.approx(70.3125)  # 2 waves per SIMD: the larger of the two
+    assert two.low_us == pytest.approx(65.10416667)  # 1e5 x 4 x 400 / 1024 / 2.4e9
+    assert two.high_us == pytest.approx(409.6e6 / slow * 1e6 + 70.3125)
+    one = kernel_model.price(nbytes, 512, _kernel(100, {"v_mfma_f32_16x16x32_fp8_fp8": 2}, 1), costs, 8e12, slow, 256)
+    assert one.us == pytest.approx(51.2 + 70.3125) and "one wave per SIMD hides nothing" in one.basis
+    # 4 programs keep 4 CUs busy: 1/64 of the bandwidth, 16 SIMDs
+    few = kernel_model.price(4096 * 1000, 4, _kernel(100, {}, 2), costs, 8e12, slow, 256)
+    assert few.bytes_us == pytest.approx(4096e3 / (8e12 / 64) * 1e6)
+    assert few.instructions_us == pytest.approx(1000 * 4 * 400 / 16 / 2.4e9 * 1e6)
+
+
+def test_an_mfma_without_a_cycle_figure_is_named_and_widens_the_band():
+    costs = kernel_model.load_costs()
+    known = kernel_model.price(4096e5, 512, _kernel(10, {"v_mfma_f32_16x16x32_f16": 8}, 2), costs, 8e12, 3.5e12, 256)
+    unknown = kernel_model.price(4096e5, 512, _kernel(10, {"v_mfma_f32_4x4x4_16b_f16": 8}, 2), costs, 8e12, 3.5e12,
+                                 256)
+    assert "no cycle figure for v_mfma_f32_4x4x4_16b_f16" in unknown.basis and "no cycle figure" not in known.basis
+    assert unknown.high_us / unknown.low_us > known.high_us / known.low_us
+
+
+def test_every_kernel_model_figure_names_its_source():
+    figures = json.loads(calib.DATA_FILE.read_text())["kernel_model"]
+    sourced = [entry for entry in figures.values() if isinstance(entry, dict)]
+    assert len(sourced) == 6  # clock, SIMDs, wave size, VALU cycles, MFMA cycles, co-execution
+    for entry in sourced:
+        assert entry["source"]["repo"] and entry["source"]["path"] and entry["source"]["commit"], entry
+    costs = kernel_model.load_costs()
+    assert costs.clock_hz == 2.4e9 and costs.valu_cycles == 4 and costs.mfma_cycles["v_mfma_f32_16x16x128_f8f6f4"] == 32
+
+
+def test_estimate_of_201_prices_its_triton_kernel_with_the_gfx950_compile():
+    small = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}
+    result = runner.run(subs.resolve("201"), platforms.detect("cpu"), specs=[small], budget=64)
+    assert result.status == "pass", result.refusal
+    modelled = [p for p in result.shapes[0].estimate.priced if p.launch.kernel == "mla_fp8_kernel"]
+    assert modelled and all(not p.calibrated for p in modelled)
+    for priced in modelled:
+        assert cost.UNCALIBRATED in priced.basis and "'gfx950 default: fp8 P.V, split partials'" in priced.basis
+        # the kernel model's band is wider than the byte-only price of the same launch
+        bytes_only = cost.price(priced.launch, result.model)
+        assert priced.high_us / priced.low_us > bytes_only.high_us / bytes_only.low_us
+    assert any("recorded on this machine" in w and "not necessarily on gfx950" in w
+               and "the kernel model prices mla_fp8_kernel" in w for w in result.warnings)
+    record = runner.record(result)
+    lines = record["estimate"]["shapes"][0]["breakdown"]
+    assert any("kernel model, uncalibrated: gfx950 compile" in line["basis"] for line in lines)
+    console = Console(record=True, width=240)
+    display.print_estimate(console, result)
+    text = console.export_text()
+    assert "kernel model, uncalibrated" in text and "gfx950 default: fp8 P.V, split partials" in text
+
+
+def test_a_kernel_without_a_gfx950_compile_keeps_its_byte_price_and_says_why(tmp_path):
+    kernels = gfx950_kernels.Gfx950Kernels(SUBMISSION_201)
+    assert kernels.get("mla_fp8_gluon_kernel") is None
+    assert "no AOT_SPECS entry" in kernels.why_not("mla_fp8_gluon_kernel")
+    model, _ = fit.calibrated_model()
+    launch = calib.Launch("triton", "mla_fp8_gluon_kernel grid (8, 4)", bytes=1e6, programs=32,
+                          kernel="mla_fp8_gluon_kernel")
+    priced = cost.price(launch, model, kernels)
+    assert cost.UNCALIBRATED in priced.basis and "no AOT_SPECS entry" in priced.basis
+
+
+def test_the_hip_compile_report_carries_the_main_loop_of_120():
+    """The HIP compile reads the same loop figures from llvm-objdump (the precompiled header is cached by then)."""
+    from harness.compile.hip import compile as hip_compile
+    from harness.compile.hip import toolchain as hip_toolchain
+
+    try:
+        hip_toolchain.find()
+    except hip_toolchain.ToolchainMissing as error:
+        if os.environ.get("HARNESS_ALLOW_NO_HIP") == "1":
+            pytest.skip(f"HARNESS_ALLOW_NO_HIP=1: {error}")
+        raise
+    report = hip_compile.compile_file(subs.resolve("120").path, "gfx950")
+    main = next(k for k in report.kernels if k.kernel == "mla_fp8_mfma_kernel")
+    assert main.loop is not None and main.loop.valu > 0 and main.loop.load_bytes_per_lane > 0
+    assert set(main.loop.matrix) <= set(main.matrix_instructions) and "v_mfma_f32_16x16x128_f8f6f4" in main.loop.matrix
+    assert sum(main.loop.matrix.values()) <= main.mfma_count
