@@ -31,7 +31,9 @@ fp8 wgmma (tokens as M for the scores, value dims as M for P.V). V^T is the P.V 
 them in registers (PRMT), with the token order of P^T permuted alike and the dim order undone at the output, so
 no V^T is written to shared memory; two programs per SM (84 KB of shared memory each). vt_rows=256 / 512 keep
 the earlier V^T buffer in shared memory. `gluon=0` selects the Triton kernel above on any platform (the earlier
-NVIDIA default: pv_chunks=4, reload=1).
+NVIDIA default: pv_chunks=4, reload=1). Options measured and not taken (bench/NOTES.md, issue 20): gluon_block=128
+(two warpgroups per program on 128-token tiles), stages 1, 3 or 4, bf16 partials. `trace=<int64 tensor>` records
+each program's start, first tile and end (%globaltimer) and SM for bench/trace_201.py.
 
 Issue 20: on sm90 the merge kernel is launched as a programmatic dependent of the split kernel (PDL: its programs
 wait in griddepcontrol.wait instead of being launched after the split kernel ends), and with few sequences and many
