@@ -236,32 +236,8 @@ def mla_fp8_kernel(
 
 
 @triton.jit
-def _merge_one_pass(part_o_ptr, part_lse_ptr, seq, head, num_splits, dims, SPLITS_CHUNK: tl.constexpr):
-    """The normalized merge of one (sequence, head)'s partials over `dims`, in one pass: each chunk's log2-sum-exps
-    and partials are loaded together (one memory round trip per chunk, not two), the running maximum rescaling the sum."""
-    H: tl.constexpr = K_HEADS
-    splits = tl.arange(0, SPLITS_CHUNK)
-    m = tl.max(tl.full((SPLITS_CHUNK,), float("-inf"), tl.float32), 0)
-    total = tl.sum(tl.zeros((SPLITS_CHUNK,), tl.float32), 0)
-    o = tl.zeros(dims.shape, tl.float32)
-    for first in range(0, num_splits, SPLITS_CHUNK):
-        live = first + splits < num_splits
-        rows = (seq * num_splits + first + splits) * H + head
-        lse = tl.load(part_lse_ptr + rows, mask=live, other=float("-inf"))
-        parts = tl.load(part_o_ptr + rows[:, None] * K_V_DIM + dims[None, :], mask=live[:, None], other=0.0)
-        m_new = tl.maximum(m, tl.max(lse, 0))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        scale = tl.exp2(m - m_safe)
-        w = tl.exp2(lse - m_safe)
-        o = o * scale + tl.sum(parts * w[:, None], 0)
-        total = total * scale + tl.sum(w, 0)
-        m = m_new
-    return o / tl.maximum(total, 1e-30)
-
-
-@triton.jit
 def mla_merge_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK: tl.constexpr,
-                     PDL: tl.constexpr = False, ONE_PASS: tl.constexpr = False):
+                     PDL: tl.constexpr = False):
     """One program per (sequence, head): merge its splits (the unfused path), SPLITS_CHUNK partials per load.
     PDL: launched as a programmatic dependent of the split kernel, it waits here for that kernel's writes."""
     seq = tl.program_id(0)
@@ -270,10 +246,6 @@ def mla_merge_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK
         tl.extra.cuda.gdc_wait()
     H: tl.constexpr = K_HEADS
     dims = tl.arange(0, K_V_DIM)
-    if ONE_PASS:
-        o = _merge_one_pass(part_o_ptr, part_lse_ptr, seq, head, num_splits, dims, SPLITS_CHUNK)
-        tl.store(out_ptr + (seq * H + head) * K_V_DIM + dims, o.to(tl.bfloat16))
-        return
     splits = tl.arange(0, SPLITS_CHUNK)
     top = tl.full((SPLITS_CHUNK,), float("-inf"), tl.float32)
     for first in range(0, num_splits, SPLITS_CHUNK):
@@ -627,7 +599,7 @@ if HAVE_GLUON:
 
 @triton.jit
 def mla_merge_dims_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_CHUNK: tl.constexpr,
-                          DIMS: tl.constexpr, PDL: tl.constexpr = False, ONE_PASS: tl.constexpr = False):
+                          DIMS: tl.constexpr, PDL: tl.constexpr = False):
     """The unfused merge over (sequence, head, DIMS-wide slice of the value dims): more programs in flight for
     small batches (option merge_dims of the Gluon path)."""
     seq = tl.program_id(0)
@@ -636,10 +608,6 @@ def mla_merge_dims_kernel(part_o_ptr, part_lse_ptr, out_ptr, num_splits, SPLITS_
         tl.extra.cuda.gdc_wait()
     H: tl.constexpr = K_HEADS
     dims = tl.program_id(2) * DIMS + tl.arange(0, DIMS)
-    if ONE_PASS:
-        o = _merge_one_pass(part_o_ptr, part_lse_ptr, seq, head, num_splits, dims, SPLITS_CHUNK)
-        tl.store(out_ptr + (seq * H + head) * K_V_DIM + dims, o.to(tl.bfloat16))
-        return
     splits = tl.arange(0, SPLITS_CHUNK)
     top = tl.full((SPLITS_CHUNK,), float("-inf"), tl.float32)
     for first in range(0, num_splits, SPLITS_CHUNK):
@@ -868,7 +836,7 @@ def platform_defaults(device: torch.device) -> dict:
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
             "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0,
-            "gluon_block": 64, "merge_one_pass": 0}
+            "gluon_block": 64}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -969,7 +937,6 @@ def mla_decode(data: input_t, **tuning) -> output_t:
             num_warps=plan["gluon_block"] // 16,
         )
         pdl = {"PDL": True, "launch_pdl": True} if plan["pdl"] else {}
-        pdl["ONE_PASS"] = bool(plan["merge_one_pass"])
         if splits > 1 and plan["merge_dims"]:
             mla_merge_dims_kernel[(batch, NUM_HEADS, V_DIM // plan["merge_dims"])](
                 part_o, part_lse, out, splits, SPLITS_CHUNK=min(32, pow2), DIMS=plan["merge_dims"], num_warps=4,
