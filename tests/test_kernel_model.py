@@ -142,6 +142,16 @@ def test_a_kernel_without_a_gfx950_compile_keeps_its_byte_price_and_says_why(tmp
                           kernel="mla_fp8_gluon_kernel")
     priced = cost.price(launch, model, kernels)
     assert cost.UNCALIBRATED in priced.basis and "no AOT_SPECS entry" in priced.basis
+    assert not priced.kernel_model
+    # The warning names only what the kernel model priced: the Triton kernel, not the Gluon kernel (whose basis says
+    # "no gfx950 compile"; the H200 run of 2026-12-01 named it as priced when the warning matched on that text).
+    modelled = cost.price(calib.Launch("triton", "mla_fp8_kernel grid (1, 4)", bytes=1e6, programs=4,
+                                       kernel="mla_fp8_kernel"), model, kernels)
+    assert modelled.kernel_model
+    shape = runner.ShapeRun(spec={}, estimate=cost.ShapeEstimate((4, 1024), 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+                                                                  priced=[priced, modelled]))
+    (warning,) = runner._kernel_model_warnings([shape], platforms.detect())
+    assert "prices mla_fp8_kernel from gfx950 compiles" in warning
 
 
 def test_the_hip_compile_report_carries_the_main_loop_of_120():

@@ -55,6 +55,7 @@ class Priced:
     high_us: float
     basis: str
     calibrated: bool
+    kernel_model: bool = False  # priced from the kernel's gfx950 compile (kernel_model.py), not by bytes alone
 
 
 def _helper_kind(name: str) -> str | None:
@@ -116,7 +117,7 @@ def price(launch: Launch, model: Model, kernels=None) -> Priced:
         found = kernel_model.price(launch.bytes, launch.programs, compiled, kernels.costs, cal.peak_bandwidth,
                                    model.slowest_bandwidth(), cal.compute_units)
         return Priced(launch, base + found.us, base + found.low_us, base + found.high_us,
-                      f"launch (facts) + {found.basis}", False)
+                      f"launch (facts) + {found.basis}", False, kernel_model=True)
     grid = f" on {launch.programs} of {cal.compute_units} CUs" if share < 1 else ""
     why = f" ({kernels.why_not(launch.kernel)})" if compiled is None and kernels is not None and launch.kernel else ""
     return Priced(launch, base + point, base + low, base + high,

@@ -92,7 +92,7 @@ def _kernel_model_warnings(shapes: list, platform: Platform) -> list[str]:
     priced = [p for s in shapes if s.estimate for p in s.estimate.priced if p.launch.kind == "triton"]
     if not priced:
         return []
-    modelled = sorted({p.launch.kernel for p in priced if "gfx950 compile" in p.basis})
+    modelled = sorted({p.launch.kernel for p in priced if p.kernel_model})
     recorded = sorted({p.launch.kernel or p.launch.name for p in priced})
     return [f"the Triton launches ({', '.join(recorded)}) were recorded on this machine ({platform.describe()}): their "
             "kernels, grids and bytes are the path the file takes here, not necessarily on gfx950 (201, for one, runs "
