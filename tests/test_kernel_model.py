@@ -1,5 +1,6 @@
 """The kernel model (issue 21): the main-loop parser on real gfx950 compiles of 201's kernels, the model's
 arithmetic on a hand-computed example, and `harness estimate` of 201 pricing mla_fp8_kernel with its gfx950 compile."""
+import dataclasses
 import json
 import os
 
@@ -71,6 +72,14 @@ def _kernel(valu: int, matrix: dict, waves_per_simd: int) -> kernel_model.Compil
     loop = loops.LoopFigures(instructions=valu + 2, valu=valu, matrix=matrix, lds=0, lds_bytes_per_lane=0,
                              loads={16: 1}, stores=0, scalar=1, other=0, first=0, last=valu + 1)
     return kernel_model.CompiledKernel(name="k", label="test", loop=loop, waves=4, waves_per_simd=waves_per_simd)
+
+
+def test_the_loop_summary_names_its_loads_or_says_there_are_none():
+    loop = _kernel(100, {"v_mfma_f32_16x16x32_fp8_fp8": 2}, 2).loop
+    assert loop.summary() == ("loop per wave per iteration: 100 VALU, 2x v_mfma_f32_16x16x32_fp8_fp8, 0 LDS, "
+                              "loads 1x16 B/lane, 1 scalar")
+    empty = dataclasses.replace(loop, loads={}, matrix={})
+    assert empty.summary().endswith("no MFMA, 0 LDS, no memory loads, 1 scalar")
 
 
 def test_the_kernel_model_on_a_hand_computed_example():

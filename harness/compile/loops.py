@@ -55,9 +55,9 @@ class LoopFigures:
     def summary(self) -> str:
         """One line: 'loop: 236 VALU, MFMA 10x v_mfma_..., 33 LDS, loads 4x16+1x8 B/lane, 54 scalar'."""
         matrix = ", ".join(f"{n}x {name}" for name, n in sorted(self.matrix.items())) or "no MFMA"
-        loads = "+".join(f"{n}x{w}" for w, n in sorted(self.loads.items(), reverse=True)) or "none"
-        return (f"loop per wave per iteration: {self.valu} VALU, {matrix}, {self.lds} LDS, "
-                f"loads {loads} B/lane, {self.scalar} scalar")
+        loads = "+".join(f"{n}x{w}" for w, n in sorted(self.loads.items(), reverse=True))
+        loads = f"loads {loads} B/lane" if loads else "no memory loads"
+        return f"loop per wave per iteration: {self.valu} VALU, {matrix}, {self.lds} LDS, {loads}, {self.scalar} scalar"
 
 
 def _mnemonic(instruction: str) -> str:
