@@ -36,21 +36,7 @@ def inline_asm_mfma(text: str) -> list[Finding]:
 # Disassembly (llvm-objdump -d --no-show-raw-insn)
 # ---------------------------------------------------------------------------
 
-_SYMBOL = re.compile(r"^[0-9a-fA-F]+ <([^>]+)>:\s*$")
 _REGISTER = re.compile(r"\b([va])(?:\[(\d+):(\d+)\]|(\d+)(?!\w))")
-
-
-def functions(disassembly: str) -> dict[str, list[str]]:
-    """symbol -> its instructions (mnemonic and operands, comments dropped), in address order."""
-    found: dict[str, list[str]] = {}
-    current = None
-    for line in disassembly.splitlines():
-        symbol = _SYMBOL.match(line)
-        if symbol:
-            current = found.setdefault(symbol.group(1), [])
-        elif current is not None and line.startswith(("\t", " ")) and line.strip():
-            current.append(line.split("//")[0].strip())
-    return found
 
 
 def _registers(operand: str) -> set[tuple[str, int]]:

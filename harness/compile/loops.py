@@ -16,7 +16,7 @@ import re
 
 _LABEL = re.compile(r"^([.\w$]+):")
 _BRANCH = re.compile(r"^s_(?:c)?branch\w*$")
-_FUNCTION = re.compile(r"^([0-9a-f]+) <([^>]+)>:\s*$")
+_FUNCTION = re.compile(r"^([0-9a-fA-F]+) <([^>]+)>:\s*$")
 _ADDRESS = re.compile(r"//\s*([0-9A-Fa-f]+):")
 _TARGET = re.compile(r"<([^>+]+)\+0x([0-9a-f]+)>")
 _LOAD_BYTES = {"dwordx4": 16, "dwordx3": 12, "dwordx2": 8, "dword": 4, "ubyte": 1, "sbyte": 1, "ushort": 2,

@@ -115,10 +115,11 @@ def _disassembly(chain, hsaco: Path, kernels: list[HipKernelReport]) -> None:
     """MFMA names and counts, and the fewest wait states before a VALU reads an MFMA result, per kernel."""
     text = subprocess.run([str(chain.objdump), "-d", "--no-show-raw-insn", str(hsaco)], capture_output=True,
                           text=True, timeout=300).stdout
-    code, listings = hip_hazards.functions(text), loops.from_objdump(text)
+    listings = loops.from_objdump(text)  # one parse serves the loop figures and the hazard check
     for kernel in kernels:
-        kernel.loop = loops.main_loop(listings[kernel.kernel]) if kernel.kernel in listings else None
-        instructions = code.get(kernel.kernel, [])
+        listing = listings.get(kernel.kernel)
+        kernel.loop = loops.main_loop(listing) if listing is not None else None
+        instructions = list(listing.instructions) if listing is not None else []
         mfmas = [i.split(None, 1)[0] for i in instructions if hip_hazards.is_mfma(i)]
         kernel.mfma_count = len(mfmas)
         kernel.matrix_instructions = tuple(sorted(set(mfmas)))
