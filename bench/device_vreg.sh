@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Device call 2 of this session (issue 20, 2026-12-01 PM): V^T as the register operand of the P.V wgmma (vt_rows 0:
-# no V^T written to shared memory), softmax denominators summed once at the end (lazy_sum), and the async overlap
-# of V's shared loads with the wgmmas (async_mma); against the default. From the repository root of the copy:
-#   bash bench/device_vreg.sh
+# One device call of issue 20's variant comparisons: 201's default against the variants in V (name=key:value,...),
+# each checked alone first, on the 8 official shapes. From the repository root of the copy:
+#   V="s1=stages:1 s1l=stages:1,late_refill:1" bash bench/device_vreg.sh
+# Without V: the register-V variants of call 2 (vt_rows 0, lazy_sum, async_mma) and lazy_sum alone.
 set -u
 export OUT=${OUT:-/tmp/out} PYTHONPATH=$PWD
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/pyyaml*.whl >/dev/null 2>&1
