@@ -119,7 +119,7 @@ def price(launch: Launch, model: Model, kernels=None) -> Priced:
         return Priced(launch, base + found.us, base + found.low_us, base + found.high_us,
                       f"launch (facts) + {found.basis}", False, kernel_model=True)
     grid = f" on {launch.programs} of {cal.compute_units} CUs" if share < 1 else ""
-    why = f" ({kernels.why_not(launch.kernel)})" if compiled is None and kernels is not None and launch.kernel else ""
+    why = f" ({kernels.why_not(launch.kernel)})" if kernels is not None and launch.kernel else ""
     return Priced(launch, base + point, base + low, base + high,
                   f"launch (facts) + bytes{grid}: {UNCALIBRATED}{why}", False)
 
