@@ -28,7 +28,8 @@ sys.path.insert(0, str(REPO))
 SIGNATURE = {
     "q_ptr": "*bf16", "q_stride_t": "i32", "q_stride_h": "i32", "kv_ptr": "*fp8e4nv", "kv_scale_ptr": "*fp32",
     "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32",
-    "counter_ptr": "*i32", "sm_scale": "fp32", "num_splits": "i32", "trace_ptr": "*i64",
+    "counter_ptr": "*i32", "sm_scale": "fp32", "num_splits": "i32", "kv_rows": "i32", "trace_ptr": "*i64",
+    "kv_desc_n": "set in compile_variant", "kv_desc_r": "set in compile_variant",
 }
 ALIGNED = {"q_ptr", "q_stride_t", "q_stride_h", "kv_ptr", "kv_scale_ptr", "kv_indptr_ptr", "out_ptr",
            "part_o_ptr", "part_lse_ptr", "counter_ptr"}
@@ -51,6 +52,16 @@ def compile_variant(kernel, constexprs: dict, options: dict, target: str):
     if type(kernel).__module__.startswith("triton.experimental.gluon"):  # a @gluon.jit kernel
         from triton.experimental.gluon._runtime import GluonASTSource as ASTSource
     types = dict(SIGNATURE, **{k: constexprs.pop(k) for k in list(constexprs) if k.endswith("_ptr")})
+    if constexprs.get("TMA"):  # the Gluon kernel's TMA descriptors of the KV (nope box, rope box)
+        from triton.experimental.gluon.language._layouts import NVMMASharedLayout
+        block = constexprs.get("BLOCK_N", 64)
+        sw128 = NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+        sw64 = NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
+        types.update(kv_desc_n=f"tensordesc<fp8e4nv[{block}, 512],{sw128!r}>",
+                     kv_desc_r=f"tensordesc<fp8e4nv[{block}, 64],{sw64!r}>")
+    else:
+        types.pop("kv_desc_n"), types.pop("kv_desc_r")
+        constexprs.update({k: None for k in ("kv_desc_n", "kv_desc_r") if k in kernel.arg_names})
     signature, attrs = {}, {}
     for index, name in enumerate(kernel.arg_names):
         if name in constexprs:

@@ -64,6 +64,7 @@ K_ROPE_DIM = tl.constexpr(ROPE_DIM)
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 _PLAN_CACHE: dict = {}  # per-shape launch plans and scratch buffers (never outputs)
+_DESC_CACHE: dict = {}  # the TMA descriptors of the last KV seen (option tma)
 
 
 @triton.jit
@@ -278,6 +279,8 @@ try:
     from triton.experimental.gluon.language.nvidia.ampere import async_copy as gl_async
     from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, warpgroup_mma,
                                                                   warpgroup_mma_wait)
+    from triton.experimental.gluon.language.nvidia.hopper import mbarrier as gl_mbarrier, tma as gl_tma
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
     # cp.async into shared memory: async_copy_global_to_shared in triton 3.6, renamed async_load later
     gl_async_load = getattr(gl_async, "async_load", None) or gl_async.async_copy_global_to_shared
     gl_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # CTA barrier (renamed after 3.6)
@@ -299,9 +302,100 @@ if HAVE_GLUON:
         gl_async_load(kr_buf, kv_ptr + rr[:, None] * 576 + 512 + cr[None, :], mask=(rr < hi)[:, None])
 
     @gluon.jit
+    def _gl_issue_tile_fast(kv_ptr, kn_buf, kr_buf, first, hi, BLOCK_N: gl.constexpr, NW: gl.constexpr = 4):
+        """_gl_issue_tile with the row offset applied once per tile in 64 bits and no masks on a full tile: the
+        18 copies of a thread then differ by constants (the masked copy is kept for the last tile)."""
+        ld_n: gl.constexpr = gl.BlockedLayout([1, 16], [1, 32], [NW, 1], [1, 0])
+        ld_r: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [NW, 1], [1, 0])
+        if first + BLOCK_N <= hi:
+            base = kv_ptr + first.to(gl.int64) * 576
+            rn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, ld_n))
+            cn = gl.arange(0, 512, layout=gl.SliceLayout(0, ld_n))
+            gl_async_load(kn_buf, base + (rn[:, None] * 576 + cn[None, :]))
+            rr = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, ld_r))
+            cr = gl.arange(0, 64, layout=gl.SliceLayout(0, ld_r))
+            gl_async_load(kr_buf, base + (rr[:, None] * 576 + 512 + cr[None, :]))
+        else:
+            _gl_issue_tile(kv_ptr, kn_buf, kr_buf, first, hi, BLOCK_N, NW)
+
+    @gluon.jit
+    def _gl_issue_tile_tma(desc_n, desc_r, kn_buf, kr_buf, ready, first, hi, BLOCK_N: gl.constexpr):
+        """TMA copy of one tile (nope and rope boxes) signalling ready; nothing is asked for past hi. Rows past
+        hi but inside the KV come in too (the scores mask them; _gl_zero_rows_past clears them before P.V)."""
+        if first < hi:
+            gl_mbarrier.expect(ready, BLOCK_N * 576)
+            gl_tma.async_copy_global_to_shared(desc_n, [first, 0], ready, kn_buf)
+            gl_tma.async_copy_global_to_shared(desc_r, [first, 512], ready, kr_buf)
+
+    @gluon.jit
+    def _gl_zero_rows_past(kn_buf, kr_buf, valid, BLOCK_N: gl.constexpr, NW: gl.constexpr):
+        """Zero the rows >= valid of a tile in shared memory (a partial last tile copied by TMA)."""
+        zl: gl.constexpr = gl.BlockedLayout([1, 16], [1, 32], [NW, 1], [1, 0])
+        rows = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, zl))
+        kn_buf.store(gl.where((rows < valid)[:, None], kn_buf.load(zl), 0.0).to(kn_buf.dtype))
+        zr: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [NW, 1], [1, 0])
+        rows_r = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, zr))
+        kr_buf.store(gl.where((rows_r < valid)[:, None], kr_buf.load(zr), 0.0).to(kr_buf.dtype))
+
+    @gluon.jit
+    def _gl_tile_arrived(ready, kn_buf, kr_buf, phase, valid, pred, BLOCK_N: gl.constexpr, NW: gl.constexpr):
+        """Wait (if pred) for a TMA tile; a partial tile (valid rows < BLOCK_N) gets its other rows zeroed, since they
+        belong to another sequence or split and P.V must not meet what they hold."""
+        gl_mbarrier.wait(ready, phase, pred=pred)
+        if pred and valid < BLOCK_N:
+            _gl_zero_rows_past(kn_buf, kr_buf, valid, BLOCK_N, NW)
+            fence_async_shared()
+            gl_barrier()
+
+    @gluon.jit
     def _gl_globaltimer():
         """The GPU's nanosecond clock (bench traces only)."""
         return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _gl_prefetch_l2(address, size):
+        """One thread of the program asks for size bytes at address in L2 (a bulk prefetch, no data returned)."""
+        gl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 t; mov.u32 t, %tid.x; setp.eq.and.u32 p, t, 0, 1; setp.ne.and.u32 p, $2, 0, p;"
+            " @p cp.async.bulk.prefetch.L2.global [$1], $2; mov.u32 $0, 0; }",
+            "=r,l,r", [address.to(gl.int64, bitcast=True), size], dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _gl_load_acquire(address):
+        """This thread's load of an int32 with acquire semantics at GPU scope (a poll that orders the loads after it)."""
+        return gl.inline_asm_elementwise("ld.acquire.gpu.global.b32 $0, [$1];", "=r,l",
+                                         [address.to(gl.int64, bitcast=True)], dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _gl_merge_own_slice(part_o_ptr, part_lse_ptr, out_ptr, counter_ptr, seq, split, num_splits,
+                            ELEMS: gl.constexpr, NW: gl.constexpr):
+        """FUSED_MERGE: once every split of the sequence has stored its partial, this split merges ELEMS of the
+        sequence's 16 x 512 outputs. The launch is cooperative (all programs resident), so the wait cannot hang."""
+        gl_barrier()  # every warp's partial stores precede the release below
+        # the counter only grows: a call's splits take the values [k * n, (k + 1) * n), so each split learns from its
+        # own ticket when all n have arrived (int32: 2^31 / n calls); no reset, no second counter
+        ticket = gl.atomic_add(counter_ptr + seq, 1, sem="release", scope="gpu")
+        target = (ticket // num_splits + 1) * num_splits
+        seen = ticket + 1
+        while seen < target:
+            seen = _gl_load_acquire(counter_ptr + seq)
+        SP: gl.constexpr = 8192 // ELEMS  # the host launches this with a power-of-two split count, SP of them
+        CH: gl.constexpr = 512 if ELEMS > 512 else ELEMS  # a chunk lies within one head
+        NCH: gl.constexpr = ELEMS // CH
+        # (chunk, split, dim): every split's partial of every chunk loaded at once, one L2 round trip in all
+        ml: gl.constexpr = gl.BlockedLayout([1, 1, CH // (32 * NW)], [1, 1, 32], [1, 1, NW], [2, 1, 0])
+        chunk_split: gl.constexpr = gl.SliceLayout(2, ml)
+        chunk_dim: gl.constexpr = gl.SliceLayout(1, ml)
+        first = split * ELEMS + gl.arange(0, NCH, layout=gl.SliceLayout(1, chunk_split)) * CH  # head * 512 + dim
+        s = gl.arange(0, SP, layout=gl.SliceLayout(0, chunk_split))
+        rows = (seq * num_splits + s[None, :]) * 16 + (first // 512)[:, None]  # (chunk, split)
+        first_o = split * ELEMS + gl.arange(0, NCH, layout=gl.SliceLayout(1, chunk_dim)) * CH
+        elems = first_o[:, None] + gl.arange(0, CH, layout=gl.SliceLayout(0, chunk_dim))[None, :]  # (chunk, dim)
+        lse = gl.load(part_lse_ptr + rows, cache_modifier=".cg")
+        parts = gl.load(part_o_ptr + rows[:, :, None] * 512 + (elems % 512)[:, None, :], cache_modifier=".cg")
+        w = gl.exp2(lse - gl.max(lse, 1)[:, None])
+        o = gl.sum(parts * w[:, :, None], 1) / gl.convert_layout(gl.sum(w, 1), gl.SliceLayout(1, chunk_dim))[:, None]
+        gl.store(out_ptr + seq * 8192 + elems, o.to(gl.bfloat16))
 
     @gluon.jit
     def _gl_vt_block(v):
@@ -324,9 +418,17 @@ if HAVE_GLUON:
     # warpgroups, 128-token tiles): rows r3, r7 x tokens k0, k1, k4-k6, and d(r) = r3 + 2 r7 + 4 (r & 7) +
     # 32 ((r >> 4) & 7). Either way t(k) = k0 + 2 k2 + 4 k3 + 8 k1 + 16 k4 + 32 k5 (+ 64 k6).
     @gluon.jit
-    def _gl_v_operand(kn_half, a_layout: gl.constexpr, NW: gl.constexpr = 4):
+    def _gl_v_operand(kn_half, a_layout: gl.constexpr, NW: gl.constexpr = 4, BLOCK_N: gl.constexpr = 64):
         """(BLOCK_N tokens, 256 dims) of the tile in shared memory -> the A operand (256 rows, BLOCK_N tokens)."""
-        if NW == 4:
+        if NW == 4 and BLOCK_N == 128:  # one warpgroup on 128-token tiles: token bit 6 is one more register bit
+            ld_v: gl.constexpr = gl.DistributedLinearLayout(
+                reg_bases=[[0, 1], [0, 2], [0, 4], [1, 0], [8, 0], [16, 0], [32, 0], [64, 0]],
+                lane_bases=[[2, 0], [4, 0], [0, 8], [0, 16], [0, 32]],
+                warp_bases=[[0, 64], [0, 128]], block_bases=[], shape=[128, 256])
+            # as below, with columns (t6 | t5 t4 | t2 t1 | t3 | t0)
+            v9 = gl.reshape(kn_half.load(ld_v), [2, 4, 2, 4, 2, 4, 8, 4, 2])
+            vt = gl.reshape(gl.permute(v9, (7, 5, 8, 6, 0, 1, 3, 2, 4)), [256, 128])
+        elif NW == 4:
             ld_v: gl.constexpr = gl.DistributedLinearLayout(
                 reg_bases=[[0, 1], [0, 2], [0, 4], [1, 0], [8, 0], [16, 0], [32, 0]],
                 lane_bases=[[2, 0], [4, 0], [0, 8], [0, 16], [0, 32]],
@@ -356,8 +458,8 @@ if HAVE_GLUON:
     def mla_fp8_gluon_kernel(
         q_ptr, q_stride_t, q_stride_h,
         kv_ptr, kv_scale_ptr, kv_indptr_ptr,
-        out_ptr, part_o_ptr, part_lse_ptr,
-        sm_scale, num_splits, trace_ptr,
+        out_ptr, part_o_ptr, part_lse_ptr, counter_ptr,
+        sm_scale, num_splits, kv_rows, trace_ptr, kv_desc_n, kv_desc_r,
         WRITE_FINAL: gl.constexpr,
         BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup, 128: two)
         STAGES: gl.constexpr,      # cp.async depth
@@ -369,6 +471,17 @@ if HAVE_GLUON:
         LAZY_SUM: gl.constexpr = False,  # softmax denominators kept per token row, summed across warps once at the end
         NW: gl.constexpr = 4,  # warps = BLOCK_N // 16: 8 (two warpgroups on 128-token tiles) needs VT_ROWS 0
         TRACE: gl.constexpr = False,  # bench only: globaltimer at start, first tile in, end; and the SM id, per program
+        REFILL: gl.constexpr = 0,  # where the free stage is refilled: 0 before the wait, 1 after its barrier, 2 under the
+        #                            score wgmma (ASYNC, VT_ROWS 0); 1 and 2 need no barrier of their own
+        EARLY_Q: gl.constexpr = False,  # Q's loads issued before kv_indptr's, so that their latencies overlap
+        PREFETCH: gl.constexpr = 0,  # tiles prefetched into L2 at equal-length offsets before kv_indptr arrives
+        LAZY_RESCALE: gl.constexpr = False,  # keep a head's maximum until a tile beats it by 0.75 (log2)
+        FUSED_MERGE: gl.constexpr = False,  # cooperative launch: the splits of a sequence merge it themselves
+        MERGE_ELEMS: gl.constexpr = 512,  # FUSED_MERGE: output elements (head x dim) each split merges
+        FAST_ISSUE: gl.constexpr = False,  # full tiles copied without masks, addresses as constant offsets
+        PREFETCH_AHEAD: gl.constexpr = 0,  # each iteration also prefetches into L2 the tile this many past the refill
+        TMA: gl.constexpr = False,  # tiles copied by TMA (kv_desc_n / kv_desc_r) and awaited on mbarriers
+        PIPELINE: gl.constexpr = False,  # TMA, STAGES 3: tile i + 1's scores on the tensor cores during tile i's softmax
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
@@ -376,11 +489,31 @@ if HAVE_GLUON:
         if PDL_TRIGGER:
             gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
                                       is_pure=False, pack=1)
-        gl.static_assert(NW * 16 == BLOCK_N, "BLOCK_N must be 16 x NW")
+        gl.static_assert(NW * 16 == BLOCK_N or (NW == 4 and BLOCK_N == 128 and VT_ROWS == 0),
+                         "BLOCK_N must be 16 x NW, or 128 on one warpgroup with VT_ROWS 0")
         if TRACE:
             t_start = _gl_globaltimer()
         t_first = t_start if TRACE else 0
         gl.static_assert(NW == 4 or VT_ROWS == 0, "8 warps need VT_ROWS 0")
+        gl.static_assert(REFILL != 2 or (ASYNC and VT_ROWS == 0), "REFILL 2 needs ASYNC and VT_ROWS 0")
+        ql: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
+        qh = gl.arange(0, H, layout=gl.SliceLayout(1, ql))
+        qd = gl.arange(0, 512, layout=gl.SliceLayout(0, ql))
+        qdr = gl.arange(0, 64, layout=gl.SliceLayout(0, ql))
+        q_row = q_ptr + seq * q_stride_t + qh[:, None] * q_stride_h
+        if EARLY_Q:
+            qn_raw = gl.load(q_row + qd[None, :])
+            qr_raw = gl.load(q_row + 512 + qdr[None, :])
+        if PREFETCH > 0:
+            # a guess that holds when every sequence has the same length (the official inputs); a wrong guess only
+            # costs the bandwidth of PREFETCH tiles
+            per_seq = kv_rows // gl.num_programs(1)
+            guess_split = gl.cdiv(gl.cdiv(per_seq, num_splits), BLOCK_N) * BLOCK_N
+            guess_lo = seq * per_seq + split * guess_split
+            guess_hi = gl.minimum(guess_lo + guess_split, (seq + 1) * per_seq)
+            for j in gl.static_range(PREFETCH):
+                rows_left = gl.minimum(guess_hi - (guess_lo + j * BLOCK_N), BLOCK_N)
+                _gl_prefetch_l2(kv_ptr + (guess_lo + j * BLOCK_N).to(gl.int64) * 576, gl.maximum(rows_left, 0) * 576)
         kv_start = gl.load(kv_indptr_ptr + seq)
         kv_end = gl.load(kv_indptr_ptr + seq + 1)
         per_split = gl.cdiv(gl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
@@ -400,18 +533,26 @@ if HAVE_GLUON:
         qr_buf = gl.allocate_shared_memory(fp8, [H, 64], sw64)
 
         # the first STAGES - 1 (LATE_REFILL: STAGES) tiles in flight before Q is prepared
-        for j in gl.static_range(STAGES if LATE_REFILL else STAGES - 1):
-            _gl_issue_tile(kv_ptr, kn_bufs.index(j), kr_bufs.index(j), lo + j * BLOCK_N, hi, BLOCK_N, NW)
-            gl_async.commit_group()
+        if TMA:
+            gl.static_assert(REFILL == 0 and not LATE_REFILL, "TMA refills at the top of the loop")
+            ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], gl_mbarrier.MBarrierLayout())
+            for j in gl.static_range(STAGES):
+                gl_mbarrier.init(ready.index(j), count=1)
+            gl_barrier()
+            for j in gl.static_range(STAGES - 1):
+                _gl_issue_tile_tma(kv_desc_n, kv_desc_r, kn_bufs.index(j), kr_bufs.index(j), ready.index(j),
+                                   lo + j * BLOCK_N, hi, BLOCK_N)
+        else:
+            for j in gl.static_range(STAGES if LATE_REFILL else STAGES - 1):
+                _gl_issue_tile(kv_ptr, kn_bufs.index(j), kr_bufs.index(j), lo + j * BLOCK_N, hi, BLOCK_N, NW)
+                gl_async.commit_group()
 
         # Q: per-head e4m3 with one scale per head, into shared memory as the B operand of the score wgmma
-        ql: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
-        qh = gl.arange(0, H, layout=gl.SliceLayout(1, ql))
-        qd = gl.arange(0, 512, layout=gl.SliceLayout(0, ql))
-        qdr = gl.arange(0, 64, layout=gl.SliceLayout(0, ql))
-        q_row = q_ptr + seq * q_stride_t + qh[:, None] * q_stride_h
-        qn = gl.load(q_row + qd[None, :]).to(gl.float32)
-        qr = gl.load(q_row + 512 + qdr[None, :]).to(gl.float32)
+        if not EARLY_Q:
+            qn_raw = gl.load(q_row + qd[None, :])
+            qr_raw = gl.load(q_row + 512 + qdr[None, :])
+        qn = qn_raw.to(gl.float32)
+        qr = qr_raw.to(gl.float32)
         amax = gl.maximum(gl.max(gl.abs(qn), 1), gl.max(gl.abs(qr), 1))
         q_scale = gl.maximum(amax, 1e-12) / 448.0
         qn_buf.store((qn / q_scale[:, None]).to(fp8))
@@ -446,100 +587,177 @@ if HAVE_GLUON:
         fence_async_shared()
         gl_barrier()
 
-        for i in range(n_tiles):
-            stage = i % STAGES
-            if not LATE_REFILL:
-                # every warp is done with the stage about to be refilled (read in iteration i - 1)
-                gl_barrier()
-                nxt = i + STAGES - 1
-                _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
-                               lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
-                gl_async.commit_group()
-            gl_async.wait_group(STAGES - 1)
-            fence_async_shared()
-            gl_barrier()
-            if TRACE:
-                t_first = gl.where(i == 0, _gl_globaltimer(), t_first)
-            kn = kn_bufs.index(stage)
-            kr = kr_bufs.index(stage)
-
-            if ASYNC and VT_ROWS == 0:
-                # the score wgmma runs while this warpgroup loads the low half of V into registers
-                s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
-                v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW)
-                s = warpgroup_mma_wait(0, deps=[s_tok])
-            elif ASYNC:
-                # the score wgmma runs while this warpgroup transposes the low half of V (independent work)
-                s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
-                for part in gl.static_range(2):
-                    v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
-                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
-                s = warpgroup_mma_wait(0, deps=[s_tok])
-            else:
-                s = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False)
-                s = warpgroup_mma(kr, qr_buf.permute((1, 0)), s)
-            rows = lo + i * BLOCK_N + tok
-            s = gl.where((rows < hi)[:, None], s * score_scale[None, :], float("-inf"))
-            m_new = gl.maximum(m_i, gl.max(s, 0))
-            alpha = gl.exp2(m_i - m_new)
-            p = gl.exp2(s - m_new[None, :])
-            if LAZY_SUM:
-                l_rows = l_rows * alpha[None, :] + p
-            else:
-                l_i = l_i * alpha + gl.sum(p, 0)
-            m_i = m_new
-            if VT_ROWS == 0:
-                p_buf.store(_gl_p_operand_order((p * 256.0).to(fp8), BLOCK_N))
-            else:
-                p8 = gl.reshape((p * 256.0).to(fp8), [8, 8, H])  # token 8i + r -> column 8r + i
-                p_buf.store(gl.reshape(gl.permute(p8, (2, 1, 0)), [H, BLOCK_N]))
-            alpha_o = gl.convert_layout(alpha, gl.SliceLayout(0, o_layout))
-            acc_lo = acc_lo * alpha_o[None, :]
-            acc_hi = acc_hi * alpha_o[None, :]
+        if PIPELINE:
+            gl.static_assert(TMA and LAZY_SUM and VT_ROWS == 0 and NW == 4 and BLOCK_N == 64 and STAGES >= 3,
+                             "PIPELINE needs TMA, LAZY_SUM, VT_ROWS 0, one warpgroup on 64-token tiles, 3 stages")
             p_t = p_buf.permute((1, 0))  # (BLOCK_N, 16), tokens contiguous: K-major for fp8
-            if VT_ROWS == 0:
-                if not ASYNC:
-                    v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW)
+            _gl_tile_arrived(ready.index(0), kn_bufs.index(0), kr_bufs.index(0), 0, hi - lo, n_tiles > 0, BLOCK_N, NW)
+            s_tok = warpgroup_mma(kn_bufs.index(0), qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(kr_bufs.index(0), qr_buf.permute((1, 0)), s_tok, is_async=True)
+            s_cur = warpgroup_mma_wait(0, deps=[s_tok])
+            for i in range(n_tiles):
+                stage = i % STAGES
+                gl_barrier()  # every warp is done with tile i - 1's stage, refilled now
+                nxt = i + STAGES - 1
+                _gl_issue_tile_tma(kv_desc_n, kv_desc_r, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
+                                   ready.index(nxt % STAGES), lo + nxt * BLOCK_N, hi, BLOCK_N)
+                # tile i + 1's scores start on the tensor cores (past the last tile: on a stale stage, never used)
+                n1 = (i + 1) % STAGES
+                _gl_tile_arrived(ready.index(n1), kn_bufs.index(n1), kr_bufs.index(n1), ((i + 1) // STAGES) & 1,
+                                 hi - (lo + (i + 1) * BLOCK_N), i + 1 < n_tiles, BLOCK_N, NW)
+                s_tok = warpgroup_mma(kn_bufs.index(n1), qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(kr_bufs.index(n1), qr_buf.permute((1, 0)), s_tok, is_async=True)
+                # tile i's softmax, then its P.V
+                rows = lo + i * BLOCK_N + tok
+                s = gl.where((rows < hi)[:, None], s_cur * score_scale[None, :], float("-inf"))
+                m_new = gl.maximum(m_i, gl.max(s, 0))
+                alpha = gl.exp2(m_i - m_new)
+                p = gl.exp2(s - m_new[None, :])
+                l_rows = l_rows * alpha[None, :] + p
+                m_i = m_new
+                p_buf.store(_gl_p_operand_order((p * 256.0).to(fp8), BLOCK_N))
+                alpha_o = gl.convert_layout(alpha, gl.SliceLayout(0, o_layout))
+                acc_lo = acc_lo * alpha_o[None, :]
+                acc_hi = acc_hi * alpha_o[None, :]
+                kn = kn_bufs.index(stage)
+                v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW, BLOCK_N)
                 fence_async_shared()
                 gl_barrier()  # P^T is in shared memory for every warp before the wgmma reads it
-                if ASYNC:  # the high half of V comes into registers under the low half's P.V
-                    lo_tok = warpgroup_mma(v_lo, p_t, acc_lo, is_async=True)
-                    v_hi = _gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW)
-                    acc_lo = warpgroup_mma_wait(0, deps=[lo_tok])
-                    acc_hi = warpgroup_mma(v_hi, p_t, acc_hi)
-                else:
-                    acc_lo = warpgroup_mma(v_lo, p_t, acc_lo)
-                    acc_hi = warpgroup_mma(_gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW), p_t, acc_hi)
-            elif VT_ROWS == 512:
-                for part in gl.static_range(4):
-                    v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
-                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
-                fence_async_shared()
-                gl_barrier()
-                acc_lo = warpgroup_mma(vt_buf.slice(0, 256, dim=0), p_t, acc_lo)
-                acc_hi = warpgroup_mma(vt_buf.slice(256, 256, dim=0), p_t, acc_hi)
-            else:
-                if not ASYNC:  # (the async paths transposed the low half under the score wgmma)
+                lo_tok = warpgroup_mma(v_lo, p_t, acc_lo, is_async=True)
+                v_hi = _gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW, BLOCK_N)
+                hi_tok = warpgroup_mma(v_hi, p_t, acc_hi, is_async=True)
+                s_cur, acc_lo, acc_hi = warpgroup_mma_wait(0, deps=[s_tok, lo_tok, hi_tok])
+        else:
+            for i in range(n_tiles):
+                stage = i % STAGES
+                if PREFETCH_AHEAD > 0:  # a lone program per SM keeps one tile in flight: L2 holds the next ones
+                    ahead = lo + (i + STAGES - 1 + PREFETCH_AHEAD) * BLOCK_N
+                    _gl_prefetch_l2(kv_ptr + ahead.to(gl.int64) * 576, gl.maximum(gl.minimum(hi - ahead, BLOCK_N), 0) * 576)
+                if TMA:
+                    gl_barrier()  # every warp is done with the stage about to be refilled (read in iteration i - 1)
+                    nxt = i + STAGES - 1
+                    _gl_issue_tile_tma(kv_desc_n, kv_desc_r, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
+                                       ready.index(nxt % STAGES), lo + nxt * BLOCK_N, hi, BLOCK_N)
+                    _gl_tile_arrived(ready.index(stage), kn_bufs.index(stage), kr_bufs.index(stage), (i // STAGES) & 1,
+                                     hi - (lo + i * BLOCK_N), True, BLOCK_N, NW)
+                elif not LATE_REFILL and REFILL == 0:
+                    # every warp is done with the stage about to be refilled (read in iteration i - 1)
+                    gl_barrier()
+                    nxt = i + STAGES - 1
+                    if FAST_ISSUE:
+                        _gl_issue_tile_fast(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
+                                            lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
+                    else:
+                        _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
+                                       lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
+                    gl_async.commit_group()
+                if not TMA:
+                    gl_async.wait_group(STAGES - 1 if REFILL == 0 else STAGES - 2)
+                    fence_async_shared()
+                    gl_barrier()
+                if REFILL == 1:  # the barrier above also means every warp is done with iteration i - 1's stage
+                    nxt = i + STAGES - 1
+                    _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
+                                   lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
+                    gl_async.commit_group()
+                if TRACE:
+                    t_first = gl.where(i == 0, _gl_globaltimer(), t_first)
+                kn = kn_bufs.index(stage)
+                kr = kr_bufs.index(stage)
+
+                if ASYNC and VT_ROWS == 0:
+                    # the score wgmma runs while this warpgroup loads the low half of V into registers
+                    s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                    s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
+                    if REFILL == 2:  # the next tile's addresses are computed while the tensor cores work
+                        nxt = i + STAGES - 1
+                        _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
+                                       lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
+                        gl_async.commit_group()
+                    v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW, BLOCK_N)
+                    s = warpgroup_mma_wait(0, deps=[s_tok])
+                elif ASYNC:
+                    # the score wgmma runs while this warpgroup transposes the low half of V (independent work)
+                    s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                    s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
                     for part in gl.static_range(2):
                         v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
                         vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
-                fence_async_shared()
-                gl_barrier()
-                acc_lo = warpgroup_mma(vt_buf, p_t, acc_lo)
-                gl_barrier()  # the first half is consumed before the buffer is refilled
-                for part in gl.static_range(2):
-                    v = kn.slice(256 + part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
-                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
-                fence_async_shared()
-                gl_barrier()
-                if LATE_REFILL:  # every warp has read this stage for the last time (scores, both V^T halves)
-                    _gl_issue_tile(kv_ptr, kn, kr, lo + (i + STAGES) * BLOCK_N, hi, BLOCK_N, NW)
-                    gl_async.commit_group()
-                acc_hi = warpgroup_mma(vt_buf, p_t, acc_hi)
+                    s = warpgroup_mma_wait(0, deps=[s_tok])
+                else:
+                    s = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False)
+                    s = warpgroup_mma(kr, qr_buf.permute((1, 0)), s)
+                rows = lo + i * BLOCK_N + tok
+                s = gl.where((rows < hi)[:, None], s * score_scale[None, :], float("-inf"))
+                if LAZY_RESCALE:
+                    # p <= 2^0.75 keeps p * 256 under e4m3's 448; most tiles then leave every maximum, and O, as is
+                    m_tile = gl.max(s, 0)
+                    m_new = gl.where(m_tile > m_i + 0.75, m_tile, m_i)
+                else:
+                    m_new = gl.maximum(m_i, gl.max(s, 0))
+                alpha = gl.exp2(m_i - m_new)
+                p = gl.exp2(s - m_new[None, :])
+                if LAZY_SUM:
+                    l_rows = l_rows * alpha[None, :] + p
+                else:
+                    l_i = l_i * alpha + gl.sum(p, 0)
+                m_i = m_new
+                if VT_ROWS == 0:
+                    p_buf.store(_gl_p_operand_order((p * 256.0).to(fp8), BLOCK_N))
+                else:
+                    p8 = gl.reshape((p * 256.0).to(fp8), [8, 8, H])  # token 8i + r -> column 8r + i
+                    p_buf.store(gl.reshape(gl.permute(p8, (2, 1, 0)), [H, BLOCK_N]))
+                alpha_o = gl.convert_layout(alpha, gl.SliceLayout(0, o_layout))
+                if LAZY_RESCALE:
+                    if gl.min(alpha_o, 0) < 1.0:  # the same answer in every warp: alpha is replicated across warps
+                        acc_lo = acc_lo * alpha_o[None, :]
+                        acc_hi = acc_hi * alpha_o[None, :]
+                else:
+                    acc_lo = acc_lo * alpha_o[None, :]
+                    acc_hi = acc_hi * alpha_o[None, :]
+                p_t = p_buf.permute((1, 0))  # (BLOCK_N, 16), tokens contiguous: K-major for fp8
+                if VT_ROWS == 0:
+                    if not ASYNC:
+                        v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW, BLOCK_N)
+                    fence_async_shared()
+                    gl_barrier()  # P^T is in shared memory for every warp before the wgmma reads it
+                    if ASYNC:  # the high half of V comes into registers under the low half's P.V
+                        lo_tok = warpgroup_mma(v_lo, p_t, acc_lo, is_async=True)
+                        v_hi = _gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW, BLOCK_N)
+                        acc_lo = warpgroup_mma_wait(0, deps=[lo_tok])
+                        acc_hi = warpgroup_mma(v_hi, p_t, acc_hi)
+                    else:
+                        acc_lo = warpgroup_mma(v_lo, p_t, acc_lo)
+                        acc_hi = warpgroup_mma(_gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW, BLOCK_N), p_t, acc_hi)
+                elif VT_ROWS == 512:
+                    for part in gl.static_range(4):
+                        v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                        vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                    fence_async_shared()
+                    gl_barrier()
+                    acc_lo = warpgroup_mma(vt_buf.slice(0, 256, dim=0), p_t, acc_lo)
+                    acc_hi = warpgroup_mma(vt_buf.slice(256, 256, dim=0), p_t, acc_hi)
+                else:
+                    if not ASYNC:  # (the async paths transposed the low half under the score wgmma)
+                        for part in gl.static_range(2):
+                            v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                            vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                    fence_async_shared()
+                    gl_barrier()
+                    acc_lo = warpgroup_mma(vt_buf, p_t, acc_lo)
+                    gl_barrier()  # the first half is consumed before the buffer is refilled
+                    for part in gl.static_range(2):
+                        v = kn.slice(256 + part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                        vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                    fence_async_shared()
+                    gl_barrier()
+                    if LATE_REFILL:  # every warp has read this stage for the last time (scores, both V^T halves)
+                        _gl_issue_tile(kv_ptr, kn, kr, lo + (i + STAGES) * BLOCK_N, hi, BLOCK_N, NW)
+                        gl_async.commit_group()
+                    acc_hi = warpgroup_mma(vt_buf, p_t, acc_hi)
 
-        gl_async.wait_group(0)
+        if not TMA:
+            gl_async.wait_group(0)
         if LAZY_SUM:
             l_i = gl.sum(l_rows, 0)
         # epilogue: O^T chunks to a dims-contiguous layout, normalized
@@ -588,6 +806,9 @@ if HAVE_GLUON:
             gl.store(dst + 256, o_hi.to(part_o_ptr.dtype.element_ty))
             lse = gl.where(l_o > 0, m_o + gl.log2(safe_l), float("-inf"))
             gl.store(part_lse_ptr + part + oh, lse)
+            if FUSED_MERGE:
+                _gl_merge_own_slice(part_o_ptr, part_lse_ptr, out_ptr, counter_ptr, seq, split, num_splits,
+                                    MERGE_ELEMS, NW)
         if TRACE:
             slot = trace_ptr + (seq * num_splits + split) * 4
             gl.store(slot, t_start)
@@ -836,7 +1057,8 @@ def platform_defaults(device: torch.device) -> dict:
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
             "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0,
-            "gluon_block": 64}
+            "gluon_block": 64, "refill": 0, "early_q": 0, "prefetch": 0, "lazy_rescale": 0,
+            "fused_merge": 0, "prefetch_ahead": 0, "fast_issue": 0, "gluon_warps": 0, "tma": 0, "pipeline": 0}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -895,6 +1117,20 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
     return plan
 
 
+def _kv_descriptors(kv: torch.Tensor, block: int) -> tuple:
+    """TMA descriptors of the (tokens, 576) fp8 KV: one box per tile for the nope part, one for the rope part."""
+    key = (kv.data_ptr(), kv.shape[0], block)
+    descs = _DESC_CACHE.get(key)
+    if descs is None:
+        sw128 = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+        sw64 = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
+        descs = (GluonTensorDescriptor(kv, list(kv.shape), list(kv.stride()), [block, 512], sw128),
+                 GluonTensorDescriptor(kv, list(kv.shape), list(kv.stride()), [block, 64], sw64))
+        _DESC_CACHE.clear()  # one entry: a descriptor keeps its KV tensor alive
+        _DESC_CACHE[key] = descs
+    return descs
+
+
 def mla_decode(data: input_t, **tuning) -> output_t:
     """The fp8-KV decode; tuning may set splits, block_n, num_warps, num_stages, pv_fp8, fused."""
     q, kv_data, qo_indptr, kv_indptr, config = data
@@ -927,15 +1163,28 @@ def mla_decode(data: input_t, **tuning) -> output_t:
     kv8, kv_scale = kv_data["fp8"]
     kv = kv8.reshape(kv8.shape[0], QK_DIM)
     if plan["gluon"]:
+        # fused merge: a power-of-two split count and a grid that fits on the device at once (cooperative launch)
+        fused_merge = (bool(plan["fused_merge"]) and splits > 1 and splits == pow2 and splits <= 64
+                       and batch * splits <= _compute_units(q.device) * plan["programs_per_cu"])
+        warps = plan["gluon_warps"] or plan["gluon_block"] // 16  # 4 with 128-token tiles: one warpgroup, 2 M blocks
+        descs = _kv_descriptors(kv, plan["gluon_block"]) if plan["tma"] else (None, None)
         mla_fp8_gluon_kernel[(splits, batch)](
-            q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse,
-            float(config["sm_scale"]), splits, plan.get("trace", kv_indptr),
+            q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse, counter,
+            float(config["sm_scale"]), splits, kv.shape[0], plan.get("trace", kv_indptr), *descs,
             WRITE_FINAL=splits == 1, BLOCK_N=plan["gluon_block"], STAGES=plan["stages"], VT_ROWS=plan["vt_rows"],
-            ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] in (0, 256), PDL_TRIGGER=bool(plan["pdl"]) and splits > 1,
+            ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] in (0, 256),
+            PDL_TRIGGER=bool(plan["pdl"]) and splits > 1 and not fused_merge,
             LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]),
-            LAZY_SUM=bool(plan["lazy_sum"]), NW=plan["gluon_block"] // 16, TRACE="trace" in plan,
-            num_warps=plan["gluon_block"] // 16,
+            LAZY_SUM=bool(plan["lazy_sum"]), NW=warps, TRACE="trace" in plan,
+            REFILL=plan["refill"], EARLY_Q=bool(plan["early_q"]),
+            PREFETCH=plan["prefetch"], PREFETCH_AHEAD=plan["prefetch_ahead"], FAST_ISSUE=bool(plan["fast_issue"]),
+            TMA=bool(plan["tma"]), PIPELINE=bool(plan["pipeline"]),
+            LAZY_RESCALE=bool(plan["lazy_rescale"]), FUSED_MERGE=fused_merge,
+            MERGE_ELEMS=V_DIM * NUM_HEADS // splits if fused_merge else 512,
+            num_warps=warps, **({"launch_cooperative_grid": True} if fused_merge else {}),
         )
+        if fused_merge:
+            return out
         pdl = {"PDL": True, "launch_pdl": True} if plan["pdl"] else {}
         if splits > 1 and plan["merge_dims"]:
             mla_merge_dims_kernel[(batch, NUM_HEADS, V_DIM // plan["merge_dims"])](
