@@ -25,8 +25,8 @@ Work layout, per (split, sequence) program:
   They stay as options for other platforms; the NVIDIA default avoids both.
 
 Hopper default (sm90 with triton.experimental.gluon, e.g. the H200's triton 3.6): a Gluon kernel with explicit
-layouts and shared memory, mla_fp8_gluon_kernel. KV tiles come in by cp.async (2 stages); both dots are fp8 x
-fp8 wgmma (tokens as M for the scores, value dims as M for P.V). V^T is the P.V wgmma's register operand
+layouts and shared memory, mla_fp8_gluon_kernel. KV tiles come in by TMA (2 stages, mbarrier waits; `tma=0`: by
+cp.async); both dots are fp8 x fp8 wgmma (tokens as M for the scores, value dims as M for P.V). V^T is the P.V wgmma's register operand
 (vt_rows=0): each thread loads its 8 value dims x 16 tokens with conflict-free 8-byte shared loads and relabels
 them in registers (PRMT), with the token order of P^T permuted alike and the dim order undone at the output, so
 no V^T is written to shared memory; two programs per SM (84 KB of shared memory each). vt_rows=256 / 512 keep
@@ -35,9 +35,11 @@ NVIDIA default: pv_chunks=4, reload=1). Options measured and not taken (bench/NO
 (two warpgroups per program on 128-token tiles), stages 1, 3 or 4, bf16 partials. `trace=<int64 tensor>` records
 each program's start, first tile and end (%globaltimer) and SM for bench/trace_201.py.
 
-Issue 20: on sm90 the merge kernel is launched as a programmatic dependent of the split kernel (PDL: its programs
-wait in griddepcontrol.wait instead of being launched after the split kernel ends), and with few sequences and many
-splits it merges by 128-dim slices. On gfx950 the fp8 kernel takes 32-token tiles without software pipelining
+Issue 20: on sm90 the splits of a sequence merge it themselves (fused_merge): the launch is cooperative (every program
+resident), each split stores its partial, takes a ticket from a per-sequence counter that only grows, waits until
+its sequence's last ticket is out, and merges 1/splits of the output; one launch in all. Where that does not apply
+(a split count not a power of two, a grid larger than the device holds at once) the merge kernel runs as a
+programmatic dependent of the split kernel (PDL), by 128-dim slices with few sequences and many splits. On gfx950 the fp8 kernel takes 32-token tiles without software pipelining
 (2 waves per SIMD). Option mxfp4=1: an MXFP4-KV kernel, mla_mxfp4_kernel (scores by a scaled dot on the e2m1 bytes
 and e8m0 scales as they come; see its section), not custom_kernel's choice anywhere (bench/NOTES.md says why).
 
@@ -284,6 +286,7 @@ try:
     # cp.async into shared memory: async_copy_global_to_shared in triton 3.6, renamed async_load later
     gl_async_load = getattr(gl_async, "async_load", None) or gl_async.async_copy_global_to_shared
     gl_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # CTA barrier (renamed after 3.6)
+    gl_tma_load = getattr(gl_tma, "async_load", None) or gl_tma.async_copy_global_to_shared  # renamed after 3.6
     HAVE_GLUON = True
 except Exception:  # older triton, or a platform without the Hopper set
     HAVE_GLUON = False
@@ -302,30 +305,13 @@ if HAVE_GLUON:
         gl_async_load(kr_buf, kv_ptr + rr[:, None] * 576 + 512 + cr[None, :], mask=(rr < hi)[:, None])
 
     @gluon.jit
-    def _gl_issue_tile_fast(kv_ptr, kn_buf, kr_buf, first, hi, BLOCK_N: gl.constexpr, NW: gl.constexpr = 4):
-        """_gl_issue_tile with the row offset applied once per tile in 64 bits and no masks on a full tile: the
-        18 copies of a thread then differ by constants (the masked copy is kept for the last tile)."""
-        ld_n: gl.constexpr = gl.BlockedLayout([1, 16], [1, 32], [NW, 1], [1, 0])
-        ld_r: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [NW, 1], [1, 0])
-        if first + BLOCK_N <= hi:
-            base = kv_ptr + first.to(gl.int64) * 576
-            rn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, ld_n))
-            cn = gl.arange(0, 512, layout=gl.SliceLayout(0, ld_n))
-            gl_async_load(kn_buf, base + (rn[:, None] * 576 + cn[None, :]))
-            rr = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, ld_r))
-            cr = gl.arange(0, 64, layout=gl.SliceLayout(0, ld_r))
-            gl_async_load(kr_buf, base + (rr[:, None] * 576 + 512 + cr[None, :]))
-        else:
-            _gl_issue_tile(kv_ptr, kn_buf, kr_buf, first, hi, BLOCK_N, NW)
-
-    @gluon.jit
     def _gl_issue_tile_tma(desc_n, desc_r, kn_buf, kr_buf, ready, first, hi, BLOCK_N: gl.constexpr):
         """TMA copy of one tile (nope and rope boxes) signalling ready; nothing is asked for past hi. Rows past
         hi but inside the KV come in too (the scores mask them; _gl_zero_rows_past clears them before P.V)."""
         if first < hi:
             gl_mbarrier.expect(ready, BLOCK_N * 576)
-            gl_tma.async_copy_global_to_shared(desc_n, [first, 0], ready, kn_buf)
-            gl_tma.async_copy_global_to_shared(desc_r, [first, 512], ready, kr_buf)
+            gl_tma_load(desc_n, [first, 0], ready, kn_buf)
+            gl_tma_load(desc_r, [first, 512], ready, kr_buf)
 
     @gluon.jit
     def _gl_zero_rows_past(kn_buf, kr_buf, valid, BLOCK_N: gl.constexpr, NW: gl.constexpr):
@@ -351,14 +337,6 @@ if HAVE_GLUON:
     def _gl_globaltimer():
         """The GPU's nanosecond clock (bench traces only)."""
         return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64, is_pure=False, pack=1)
-
-    @gluon.jit
-    def _gl_prefetch_l2(address, size):
-        """One thread of the program asks for size bytes at address in L2 (a bulk prefetch, no data returned)."""
-        gl.inline_asm_elementwise(
-            "{ .reg .pred p; .reg .u32 t; mov.u32 t, %tid.x; setp.eq.and.u32 p, t, 0, 1; setp.ne.and.u32 p, $2, 0, p;"
-            " @p cp.async.bulk.prefetch.L2.global [$1], $2; mov.u32 $0, 0; }",
-            "=r,l,r", [address.to(gl.int64, bitcast=True), size], dtype=gl.int32, is_pure=False, pack=1)
 
     @gluon.jit
     def _gl_load_acquire(address):
@@ -418,17 +396,9 @@ if HAVE_GLUON:
     # warpgroups, 128-token tiles): rows r3, r7 x tokens k0, k1, k4-k6, and d(r) = r3 + 2 r7 + 4 (r & 7) +
     # 32 ((r >> 4) & 7). Either way t(k) = k0 + 2 k2 + 4 k3 + 8 k1 + 16 k4 + 32 k5 (+ 64 k6).
     @gluon.jit
-    def _gl_v_operand(kn_half, a_layout: gl.constexpr, NW: gl.constexpr = 4, BLOCK_N: gl.constexpr = 64):
+    def _gl_v_operand(kn_half, a_layout: gl.constexpr, NW: gl.constexpr = 4):
         """(BLOCK_N tokens, 256 dims) of the tile in shared memory -> the A operand (256 rows, BLOCK_N tokens)."""
-        if NW == 4 and BLOCK_N == 128:  # one warpgroup on 128-token tiles: token bit 6 is one more register bit
-            ld_v: gl.constexpr = gl.DistributedLinearLayout(
-                reg_bases=[[0, 1], [0, 2], [0, 4], [1, 0], [8, 0], [16, 0], [32, 0], [64, 0]],
-                lane_bases=[[2, 0], [4, 0], [0, 8], [0, 16], [0, 32]],
-                warp_bases=[[0, 64], [0, 128]], block_bases=[], shape=[128, 256])
-            # as below, with columns (t6 | t5 t4 | t2 t1 | t3 | t0)
-            v9 = gl.reshape(kn_half.load(ld_v), [2, 4, 2, 4, 2, 4, 8, 4, 2])
-            vt = gl.reshape(gl.permute(v9, (7, 5, 8, 6, 0, 1, 3, 2, 4)), [256, 128])
-        elif NW == 4:
+        if NW == 4:
             ld_v: gl.constexpr = gl.DistributedLinearLayout(
                 reg_bases=[[0, 1], [0, 2], [0, 4], [1, 0], [8, 0], [16, 0], [32, 0]],
                 lane_bases=[[2, 0], [4, 0], [0, 8], [0, 16], [0, 32]],
@@ -459,7 +429,7 @@ if HAVE_GLUON:
         q_ptr, q_stride_t, q_stride_h,
         kv_ptr, kv_scale_ptr, kv_indptr_ptr,
         out_ptr, part_o_ptr, part_lse_ptr, counter_ptr,
-        sm_scale, num_splits, kv_rows, trace_ptr, kv_desc_n, kv_desc_r,
+        sm_scale, num_splits, trace_ptr, kv_desc_n, kv_desc_r,
         WRITE_FINAL: gl.constexpr,
         BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup, 128: two)
         STAGES: gl.constexpr,      # cp.async depth
@@ -471,17 +441,9 @@ if HAVE_GLUON:
         LAZY_SUM: gl.constexpr = False,  # softmax denominators kept per token row, summed across warps once at the end
         NW: gl.constexpr = 4,  # warps = BLOCK_N // 16: 8 (two warpgroups on 128-token tiles) needs VT_ROWS 0
         TRACE: gl.constexpr = False,  # bench only: globaltimer at start, first tile in, end; and the SM id, per program
-        REFILL: gl.constexpr = 0,  # where the free stage is refilled: 0 before the wait, 1 after its barrier, 2 under the
-        #                            score wgmma (ASYNC, VT_ROWS 0); 1 and 2 need no barrier of their own
-        EARLY_Q: gl.constexpr = False,  # Q's loads issued before kv_indptr's, so that their latencies overlap
-        PREFETCH: gl.constexpr = 0,  # tiles prefetched into L2 at equal-length offsets before kv_indptr arrives
-        LAZY_RESCALE: gl.constexpr = False,  # keep a head's maximum until a tile beats it by 0.75 (log2)
         FUSED_MERGE: gl.constexpr = False,  # cooperative launch: the splits of a sequence merge it themselves
         MERGE_ELEMS: gl.constexpr = 512,  # FUSED_MERGE: output elements (head x dim) each split merges
-        FAST_ISSUE: gl.constexpr = False,  # full tiles copied without masks, addresses as constant offsets
-        PREFETCH_AHEAD: gl.constexpr = 0,  # each iteration also prefetches into L2 the tile this many past the refill
         TMA: gl.constexpr = False,  # tiles copied by TMA (kv_desc_n / kv_desc_r) and awaited on mbarriers
-        PIPELINE: gl.constexpr = False,  # TMA, STAGES 3: tile i + 1's scores on the tensor cores during tile i's softmax
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
@@ -489,31 +451,11 @@ if HAVE_GLUON:
         if PDL_TRIGGER:
             gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
                                       is_pure=False, pack=1)
-        gl.static_assert(NW * 16 == BLOCK_N or (NW == 4 and BLOCK_N == 128 and VT_ROWS == 0),
-                         "BLOCK_N must be 16 x NW, or 128 on one warpgroup with VT_ROWS 0")
+        gl.static_assert(NW * 16 == BLOCK_N, "BLOCK_N must be 16 x NW")
         if TRACE:
             t_start = _gl_globaltimer()
         t_first = t_start if TRACE else 0
         gl.static_assert(NW == 4 or VT_ROWS == 0, "8 warps need VT_ROWS 0")
-        gl.static_assert(REFILL != 2 or (ASYNC and VT_ROWS == 0), "REFILL 2 needs ASYNC and VT_ROWS 0")
-        ql: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
-        qh = gl.arange(0, H, layout=gl.SliceLayout(1, ql))
-        qd = gl.arange(0, 512, layout=gl.SliceLayout(0, ql))
-        qdr = gl.arange(0, 64, layout=gl.SliceLayout(0, ql))
-        q_row = q_ptr + seq * q_stride_t + qh[:, None] * q_stride_h
-        if EARLY_Q:
-            qn_raw = gl.load(q_row + qd[None, :])
-            qr_raw = gl.load(q_row + 512 + qdr[None, :])
-        if PREFETCH > 0:
-            # a guess that holds when every sequence has the same length (the official inputs); a wrong guess only
-            # costs the bandwidth of PREFETCH tiles
-            per_seq = kv_rows // gl.num_programs(1)
-            guess_split = gl.cdiv(gl.cdiv(per_seq, num_splits), BLOCK_N) * BLOCK_N
-            guess_lo = seq * per_seq + split * guess_split
-            guess_hi = gl.minimum(guess_lo + guess_split, (seq + 1) * per_seq)
-            for j in gl.static_range(PREFETCH):
-                rows_left = gl.minimum(guess_hi - (guess_lo + j * BLOCK_N), BLOCK_N)
-                _gl_prefetch_l2(kv_ptr + (guess_lo + j * BLOCK_N).to(gl.int64) * 576, gl.maximum(rows_left, 0) * 576)
         kv_start = gl.load(kv_indptr_ptr + seq)
         kv_end = gl.load(kv_indptr_ptr + seq + 1)
         per_split = gl.cdiv(gl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
@@ -534,7 +476,7 @@ if HAVE_GLUON:
 
         # the first STAGES - 1 (LATE_REFILL: STAGES) tiles in flight before Q is prepared
         if TMA:
-            gl.static_assert(REFILL == 0 and not LATE_REFILL, "TMA refills at the top of the loop")
+            gl.static_assert(not LATE_REFILL, "TMA refills at the top of the loop")
             ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], gl_mbarrier.MBarrierLayout())
             for j in gl.static_range(STAGES):
                 gl_mbarrier.init(ready.index(j), count=1)
@@ -548,11 +490,13 @@ if HAVE_GLUON:
                 gl_async.commit_group()
 
         # Q: per-head e4m3 with one scale per head, into shared memory as the B operand of the score wgmma
-        if not EARLY_Q:
-            qn_raw = gl.load(q_row + qd[None, :])
-            qr_raw = gl.load(q_row + 512 + qdr[None, :])
-        qn = qn_raw.to(gl.float32)
-        qr = qr_raw.to(gl.float32)
+        ql: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
+        qh = gl.arange(0, H, layout=gl.SliceLayout(1, ql))
+        qd = gl.arange(0, 512, layout=gl.SliceLayout(0, ql))
+        qdr = gl.arange(0, 64, layout=gl.SliceLayout(0, ql))
+        q_row = q_ptr + seq * q_stride_t + qh[:, None] * q_stride_h
+        qn = gl.load(q_row + qd[None, :]).to(gl.float32)
+        qr = gl.load(q_row + 512 + qdr[None, :]).to(gl.float32)
         amax = gl.maximum(gl.max(gl.abs(qn), 1), gl.max(gl.abs(qr), 1))
         q_scale = gl.maximum(amax, 1e-12) / 448.0
         qn_buf.store((qn / q_scale[:, None]).to(fp8))
@@ -587,174 +531,106 @@ if HAVE_GLUON:
         fence_async_shared()
         gl_barrier()
 
-        if PIPELINE:
-            gl.static_assert(TMA and LAZY_SUM and VT_ROWS == 0 and NW == 4 and BLOCK_N == 64 and STAGES >= 3,
-                             "PIPELINE needs TMA, LAZY_SUM, VT_ROWS 0, one warpgroup on 64-token tiles, 3 stages")
-            p_t = p_buf.permute((1, 0))  # (BLOCK_N, 16), tokens contiguous: K-major for fp8
-            _gl_tile_arrived(ready.index(0), kn_bufs.index(0), kr_bufs.index(0), 0, hi - lo, n_tiles > 0, BLOCK_N, NW)
-            s_tok = warpgroup_mma(kn_bufs.index(0), qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            s_tok = warpgroup_mma(kr_bufs.index(0), qr_buf.permute((1, 0)), s_tok, is_async=True)
-            s_cur = warpgroup_mma_wait(0, deps=[s_tok])
-            for i in range(n_tiles):
-                stage = i % STAGES
-                gl_barrier()  # every warp is done with tile i - 1's stage, refilled now
+        for i in range(n_tiles):
+            stage = i % STAGES
+            if TMA:
+                gl_barrier()  # every warp is done with the stage about to be refilled (read in iteration i - 1)
                 nxt = i + STAGES - 1
                 _gl_issue_tile_tma(kv_desc_n, kv_desc_r, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
                                    ready.index(nxt % STAGES), lo + nxt * BLOCK_N, hi, BLOCK_N)
-                # tile i + 1's scores start on the tensor cores (past the last tile: on a stale stage, never used)
-                n1 = (i + 1) % STAGES
-                _gl_tile_arrived(ready.index(n1), kn_bufs.index(n1), kr_bufs.index(n1), ((i + 1) // STAGES) & 1,
-                                 hi - (lo + (i + 1) * BLOCK_N), i + 1 < n_tiles, BLOCK_N, NW)
-                s_tok = warpgroup_mma(kn_bufs.index(n1), qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                s_tok = warpgroup_mma(kr_bufs.index(n1), qr_buf.permute((1, 0)), s_tok, is_async=True)
-                # tile i's softmax, then its P.V
-                rows = lo + i * BLOCK_N + tok
-                s = gl.where((rows < hi)[:, None], s_cur * score_scale[None, :], float("-inf"))
-                m_new = gl.maximum(m_i, gl.max(s, 0))
-                alpha = gl.exp2(m_i - m_new)
-                p = gl.exp2(s - m_new[None, :])
+                _gl_tile_arrived(ready.index(stage), kn_bufs.index(stage), kr_bufs.index(stage), (i // STAGES) & 1,
+                                 hi - (lo + i * BLOCK_N), True, BLOCK_N, NW)
+            elif not LATE_REFILL:
+                # every warp is done with the stage about to be refilled (read in iteration i - 1)
+                gl_barrier()
+                nxt = i + STAGES - 1
+                _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
+                               lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
+                gl_async.commit_group()
+            if not TMA:
+                gl_async.wait_group(STAGES - 1)
+                fence_async_shared()
+                gl_barrier()
+            if TRACE:
+                t_first = gl.where(i == 0, _gl_globaltimer(), t_first)
+            kn = kn_bufs.index(stage)
+            kr = kr_bufs.index(stage)
+
+            if ASYNC and VT_ROWS == 0:
+                # the score wgmma runs while this warpgroup loads the low half of V into registers
+                s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
+                v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW)
+                s = warpgroup_mma_wait(0, deps=[s_tok])
+            elif ASYNC:
+                # the score wgmma runs while this warpgroup transposes the low half of V (independent work)
+                s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
+                for part in gl.static_range(2):
+                    v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                s = warpgroup_mma_wait(0, deps=[s_tok])
+            else:
+                s = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False)
+                s = warpgroup_mma(kr, qr_buf.permute((1, 0)), s)
+            rows = lo + i * BLOCK_N + tok
+            s = gl.where((rows < hi)[:, None], s * score_scale[None, :], float("-inf"))
+            m_new = gl.maximum(m_i, gl.max(s, 0))
+            alpha = gl.exp2(m_i - m_new)
+            p = gl.exp2(s - m_new[None, :])
+            if LAZY_SUM:
                 l_rows = l_rows * alpha[None, :] + p
-                m_i = m_new
+            else:
+                l_i = l_i * alpha + gl.sum(p, 0)
+            m_i = m_new
+            if VT_ROWS == 0:
                 p_buf.store(_gl_p_operand_order((p * 256.0).to(fp8), BLOCK_N))
-                alpha_o = gl.convert_layout(alpha, gl.SliceLayout(0, o_layout))
-                acc_lo = acc_lo * alpha_o[None, :]
-                acc_hi = acc_hi * alpha_o[None, :]
-                kn = kn_bufs.index(stage)
-                v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW, BLOCK_N)
+            else:
+                p8 = gl.reshape((p * 256.0).to(fp8), [8, 8, H])  # token 8i + r -> column 8r + i
+                p_buf.store(gl.reshape(gl.permute(p8, (2, 1, 0)), [H, BLOCK_N]))
+            alpha_o = gl.convert_layout(alpha, gl.SliceLayout(0, o_layout))
+            acc_lo = acc_lo * alpha_o[None, :]
+            acc_hi = acc_hi * alpha_o[None, :]
+            p_t = p_buf.permute((1, 0))  # (BLOCK_N, 16), tokens contiguous: K-major for fp8
+            if VT_ROWS == 0:
+                if not ASYNC:
+                    v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW)
                 fence_async_shared()
                 gl_barrier()  # P^T is in shared memory for every warp before the wgmma reads it
-                lo_tok = warpgroup_mma(v_lo, p_t, acc_lo, is_async=True)
-                v_hi = _gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW, BLOCK_N)
-                hi_tok = warpgroup_mma(v_hi, p_t, acc_hi, is_async=True)
-                s_cur, acc_lo, acc_hi = warpgroup_mma_wait(0, deps=[s_tok, lo_tok, hi_tok])
-        else:
-            for i in range(n_tiles):
-                stage = i % STAGES
-                if PREFETCH_AHEAD > 0:  # a lone program per SM keeps one tile in flight: L2 holds the next ones
-                    ahead = lo + (i + STAGES - 1 + PREFETCH_AHEAD) * BLOCK_N
-                    _gl_prefetch_l2(kv_ptr + ahead.to(gl.int64) * 576, gl.maximum(gl.minimum(hi - ahead, BLOCK_N), 0) * 576)
-                if TMA:
-                    gl_barrier()  # every warp is done with the stage about to be refilled (read in iteration i - 1)
-                    nxt = i + STAGES - 1
-                    _gl_issue_tile_tma(kv_desc_n, kv_desc_r, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
-                                       ready.index(nxt % STAGES), lo + nxt * BLOCK_N, hi, BLOCK_N)
-                    _gl_tile_arrived(ready.index(stage), kn_bufs.index(stage), kr_bufs.index(stage), (i // STAGES) & 1,
-                                     hi - (lo + i * BLOCK_N), True, BLOCK_N, NW)
-                elif not LATE_REFILL and REFILL == 0:
-                    # every warp is done with the stage about to be refilled (read in iteration i - 1)
-                    gl_barrier()
-                    nxt = i + STAGES - 1
-                    if FAST_ISSUE:
-                        _gl_issue_tile_fast(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
-                                            lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
-                    else:
-                        _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
-                                       lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
-                    gl_async.commit_group()
-                if not TMA:
-                    gl_async.wait_group(STAGES - 1 if REFILL == 0 else STAGES - 2)
-                    fence_async_shared()
-                    gl_barrier()
-                if REFILL == 1:  # the barrier above also means every warp is done with iteration i - 1's stage
-                    nxt = i + STAGES - 1
-                    _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
-                                   lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
-                    gl_async.commit_group()
-                if TRACE:
-                    t_first = gl.where(i == 0, _gl_globaltimer(), t_first)
-                kn = kn_bufs.index(stage)
-                kr = kr_bufs.index(stage)
-
-                if ASYNC and VT_ROWS == 0:
-                    # the score wgmma runs while this warpgroup loads the low half of V into registers
-                    s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                    s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
-                    if REFILL == 2:  # the next tile's addresses are computed while the tensor cores work
-                        nxt = i + STAGES - 1
-                        _gl_issue_tile(kv_ptr, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
-                                       lo + nxt * BLOCK_N, hi, BLOCK_N, NW)
-                        gl_async.commit_group()
-                    v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW, BLOCK_N)
-                    s = warpgroup_mma_wait(0, deps=[s_tok])
-                elif ASYNC:
-                    # the score wgmma runs while this warpgroup transposes the low half of V (independent work)
-                    s_tok = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                    s_tok = warpgroup_mma(kr, qr_buf.permute((1, 0)), s_tok, is_async=True)
+                if ASYNC:  # the high half of V comes into registers under the low half's P.V
+                    lo_tok = warpgroup_mma(v_lo, p_t, acc_lo, is_async=True)
+                    v_hi = _gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW)
+                    acc_lo = warpgroup_mma_wait(0, deps=[lo_tok])
+                    acc_hi = warpgroup_mma(v_hi, p_t, acc_hi)
+                else:
+                    acc_lo = warpgroup_mma(v_lo, p_t, acc_lo)
+                    acc_hi = warpgroup_mma(_gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW), p_t, acc_hi)
+            elif VT_ROWS == 512:
+                for part in gl.static_range(4):
+                    v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                fence_async_shared()
+                gl_barrier()
+                acc_lo = warpgroup_mma(vt_buf.slice(0, 256, dim=0), p_t, acc_lo)
+                acc_hi = warpgroup_mma(vt_buf.slice(256, 256, dim=0), p_t, acc_hi)
+            else:
+                if not ASYNC:  # (the async paths transposed the low half under the score wgmma)
                     for part in gl.static_range(2):
                         v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
                         vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
-                    s = warpgroup_mma_wait(0, deps=[s_tok])
-                else:
-                    s = warpgroup_mma(kn, qn_buf.permute((1, 0)), s_zero, use_acc=False)
-                    s = warpgroup_mma(kr, qr_buf.permute((1, 0)), s)
-                rows = lo + i * BLOCK_N + tok
-                s = gl.where((rows < hi)[:, None], s * score_scale[None, :], float("-inf"))
-                if LAZY_RESCALE:
-                    # p <= 2^0.75 keeps p * 256 under e4m3's 448; most tiles then leave every maximum, and O, as is
-                    m_tile = gl.max(s, 0)
-                    m_new = gl.where(m_tile > m_i + 0.75, m_tile, m_i)
-                else:
-                    m_new = gl.maximum(m_i, gl.max(s, 0))
-                alpha = gl.exp2(m_i - m_new)
-                p = gl.exp2(s - m_new[None, :])
-                if LAZY_SUM:
-                    l_rows = l_rows * alpha[None, :] + p
-                else:
-                    l_i = l_i * alpha + gl.sum(p, 0)
-                m_i = m_new
-                if VT_ROWS == 0:
-                    p_buf.store(_gl_p_operand_order((p * 256.0).to(fp8), BLOCK_N))
-                else:
-                    p8 = gl.reshape((p * 256.0).to(fp8), [8, 8, H])  # token 8i + r -> column 8r + i
-                    p_buf.store(gl.reshape(gl.permute(p8, (2, 1, 0)), [H, BLOCK_N]))
-                alpha_o = gl.convert_layout(alpha, gl.SliceLayout(0, o_layout))
-                if LAZY_RESCALE:
-                    if gl.min(alpha_o, 0) < 1.0:  # the same answer in every warp: alpha is replicated across warps
-                        acc_lo = acc_lo * alpha_o[None, :]
-                        acc_hi = acc_hi * alpha_o[None, :]
-                else:
-                    acc_lo = acc_lo * alpha_o[None, :]
-                    acc_hi = acc_hi * alpha_o[None, :]
-                p_t = p_buf.permute((1, 0))  # (BLOCK_N, 16), tokens contiguous: K-major for fp8
-                if VT_ROWS == 0:
-                    if not ASYNC:
-                        v_lo = _gl_v_operand(kn.slice(0, 256, dim=1), a_layout, NW, BLOCK_N)
-                    fence_async_shared()
-                    gl_barrier()  # P^T is in shared memory for every warp before the wgmma reads it
-                    if ASYNC:  # the high half of V comes into registers under the low half's P.V
-                        lo_tok = warpgroup_mma(v_lo, p_t, acc_lo, is_async=True)
-                        v_hi = _gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW, BLOCK_N)
-                        acc_lo = warpgroup_mma_wait(0, deps=[lo_tok])
-                        acc_hi = warpgroup_mma(v_hi, p_t, acc_hi)
-                    else:
-                        acc_lo = warpgroup_mma(v_lo, p_t, acc_lo)
-                        acc_hi = warpgroup_mma(_gl_v_operand(kn.slice(256, 256, dim=1), a_layout, NW, BLOCK_N), p_t, acc_hi)
-                elif VT_ROWS == 512:
-                    for part in gl.static_range(4):
-                        v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
-                        vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
-                    fence_async_shared()
-                    gl_barrier()
-                    acc_lo = warpgroup_mma(vt_buf.slice(0, 256, dim=0), p_t, acc_lo)
-                    acc_hi = warpgroup_mma(vt_buf.slice(256, 256, dim=0), p_t, acc_hi)
-                else:
-                    if not ASYNC:  # (the async paths transposed the low half under the score wgmma)
-                        for part in gl.static_range(2):
-                            v = kn.slice(part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
-                            vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
-                    fence_async_shared()
-                    gl_barrier()
-                    acc_lo = warpgroup_mma(vt_buf, p_t, acc_lo)
-                    gl_barrier()  # the first half is consumed before the buffer is refilled
-                    for part in gl.static_range(2):
-                        v = kn.slice(256 + part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
-                        vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
-                    fence_async_shared()
-                    gl_barrier()
-                    if LATE_REFILL:  # every warp has read this stage for the last time (scores, both V^T halves)
-                        _gl_issue_tile(kv_ptr, kn, kr, lo + (i + STAGES) * BLOCK_N, hi, BLOCK_N, NW)
-                        gl_async.commit_group()
-                    acc_hi = warpgroup_mma(vt_buf, p_t, acc_hi)
+                fence_async_shared()
+                gl_barrier()
+                acc_lo = warpgroup_mma(vt_buf, p_t, acc_lo)
+                gl_barrier()  # the first half is consumed before the buffer is refilled
+                for part in gl.static_range(2):
+                    v = kn.slice(256 + part * 128, 128, dim=1).load(tl_v)  # (64, 128) tokens x dims
+                    vt_buf.slice(part * 128, 128, dim=0).store(_gl_vt_block(v))
+                fence_async_shared()
+                gl_barrier()
+                if LATE_REFILL:  # every warp has read this stage for the last time (scores, both V^T halves)
+                    _gl_issue_tile(kv_ptr, kn, kr, lo + (i + STAGES) * BLOCK_N, hi, BLOCK_N, NW)
+                    gl_async.commit_group()
+                acc_hi = warpgroup_mma(vt_buf, p_t, acc_hi)
 
         if not TMA:
             gl_async.wait_group(0)
@@ -1015,7 +891,8 @@ def choose_splits(batch: int, mean_kv: int, compute_units: int, block_n: int, pr
     share of the bandwidth), so time is the busiest SM's tiles; a lone program per SM pays ~8% more per tile (less
     latency hidden); the merge costs 0.5 + batch x splits / 32 tiles (64 KB of partials written and read per
     split); ties go to more splits. Fitted by hand to the splits sweep of 2026-12-01 (1 to 32 splits on the 8
-    official shapes, bench/NOTES.md, issue 20), not a fit over all counts.
+    official shapes, bench/NOTES.md, issue 20), not a fit over all counts; the same sweep with TMA tiles and the fused
+    merge (issue 20, third round) still found these counts best or level.
     """
     most = max(1, min(64, mean_kv // min_tokens))
     best, best_cost = 1, None
@@ -1057,8 +934,7 @@ def platform_defaults(device: torch.device) -> dict:
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
             "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0,
-            "gluon_block": 64, "refill": 0, "early_q": 0, "prefetch": 0, "lazy_rescale": 0,
-            "fused_merge": 0, "prefetch_ahead": 0, "fast_issue": 0, "gluon_warps": 0, "tma": 0, "pipeline": 0}
+            "gluon_block": 64, "fused_merge": 0, "tma": 0}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -1076,7 +952,10 @@ def platform_defaults(device: torch.device) -> dict:
             # Issue 20 (2026-12-01 PM): V^T is the P.V wgmma's register operand (vt_rows=0: no V^T in shared memory,
             # 810 -> 678 SASS instructions per tile), the softmax denominators are summed once (lazy_sum) and V's
             # shared loads overlap the wgmmas (async_mma): 256 x 8k 356 -> 298 us, at the fp8 byte floor.
-            plan.update(gluon=1, pdl=1, vt_rows=0, lazy_sum=1, async_mma=1, min_tokens=64)
+            # Issue 20 (third round): tiles come by TMA (tma, mbarrier waits; cp.async measured 38.9 -> 39.6 us) and
+            # the splits of a sequence merge it themselves in a cooperative launch (fused_merge: no merge kernel,
+            # 1-2 us off the small split shapes); bench/NOTES.md has the calls.
+            plan.update(gluon=1, pdl=1, vt_rows=0, lazy_sum=1, async_mma=1, min_tokens=64, tma=1, fused_merge=1)
     elif torch.version.hip:
         # gfx950 MFMA takes fp8 P.V as is. 32-token tiles without software pipelining: 236 VGPR, 2 waves per SIMD
         # (64-token tiles with 2 stages: 374, 1 wave); loop VALU ~1,890 cycles per 64 tokens per CU against
@@ -1166,20 +1045,17 @@ def mla_decode(data: input_t, **tuning) -> output_t:
         # fused merge: a power-of-two split count and a grid that fits on the device at once (cooperative launch)
         fused_merge = (bool(plan["fused_merge"]) and splits > 1 and splits == pow2 and splits <= 64
                        and batch * splits <= _compute_units(q.device) * plan["programs_per_cu"])
-        warps = plan["gluon_warps"] or plan["gluon_block"] // 16  # 4 with 128-token tiles: one warpgroup, 2 M blocks
+        warps = plan["gluon_block"] // 16
         descs = _kv_descriptors(kv, plan["gluon_block"]) if plan["tma"] else (None, None)
         mla_fp8_gluon_kernel[(splits, batch)](
             q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse, counter,
-            float(config["sm_scale"]), splits, kv.shape[0], plan.get("trace", kv_indptr), *descs,
+            float(config["sm_scale"]), splits, plan.get("trace", kv_indptr), *descs,
             WRITE_FINAL=splits == 1, BLOCK_N=plan["gluon_block"], STAGES=plan["stages"], VT_ROWS=plan["vt_rows"],
             ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] in (0, 256),
             PDL_TRIGGER=bool(plan["pdl"]) and splits > 1 and not fused_merge,
             LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]),
             LAZY_SUM=bool(plan["lazy_sum"]), NW=warps, TRACE="trace" in plan,
-            REFILL=plan["refill"], EARLY_Q=bool(plan["early_q"]),
-            PREFETCH=plan["prefetch"], PREFETCH_AHEAD=plan["prefetch_ahead"], FAST_ISSUE=bool(plan["fast_issue"]),
-            TMA=bool(plan["tma"]), PIPELINE=bool(plan["pipeline"]),
-            LAZY_RESCALE=bool(plan["lazy_rescale"]), FUSED_MERGE=fused_merge,
+            TMA=bool(plan["tma"]), FUSED_MERGE=fused_merge,
             MERGE_ELEMS=V_DIM * NUM_HEADS // splits if fused_merge else 512,
             num_warps=warps, **({"launch_cooperative_grid": True} if fused_merge else {}),
         )

@@ -97,7 +97,8 @@ def test_choose_splits_gluon(sub):
 @pytest.mark.slow
 def test_gluon_kernel_compiles_for_sm90():
     """The sm90 Gluon kernel compiles on a CPU: fp8 wgmma for both dots, V^T from 8-byte shared loads into the P.V
-    wgmma's registers, no spills, and shared memory for two programs per SM."""
+    wgmma's registers, tiles by TMA, the fused merge's atomic ticket, no spills, and shared memory for two programs
+    per SM."""
     import re
     import tempfile
 
@@ -108,13 +109,18 @@ def test_gluon_kernel_compiles_for_sm90():
     if not sub.HAVE_GLUON:
         pytest.skip("this triton has no Gluon")
     from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.experimental.gluon.language._layouts import NVMMASharedLayout
 
     kernel = sub.mla_fp8_gluon_kernel
     types = {"q_ptr": "*bf16", "q_stride_t": "i32", "q_stride_h": "i32", "kv_ptr": "*fp8e4nv",
              "kv_scale_ptr": "*fp32", "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
-             "part_lse_ptr": "*fp32", "sm_scale": "fp32", "num_splits": "i32", "trace_ptr": "*i64"}
+             "part_lse_ptr": "*fp32", "counter_ptr": "*i32", "sm_scale": "fp32", "num_splits": "i32",
+             "trace_ptr": "*i64",
+             "kv_desc_n": f"tensordesc<fp8e4nv[64, 512],{NVMMASharedLayout(128, 8, 2)!r}>",
+             "kv_desc_r": f"tensordesc<fp8e4nv[64, 64],{NVMMASharedLayout(64, 8, 2)!r}>"}
     constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 0, "ASYNC": True,
-                  "PDL_TRIGGER": True, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True, "NW": 4, "TRACE": False}  # the default
+                  "PDL_TRIGGER": False, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True, "NW": 4,
+                  "TRACE": False, "FUSED_MERGE": True, "MERGE_ELEMS": 2048, "TMA": True}  # the default, 4 splits
     signature = {name: ("constexpr" if name in constexprs else types[name]) for name in kernel.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
              if name.endswith("_ptr") or name.startswith("q_stride")}
@@ -129,6 +135,8 @@ def test_gluon_kernel_compiles_for_sm90():
         handle.flush()
         sass = subprocess.run([str(tool), "--dump-sass", handle.name], capture_output=True, text=True).stdout
     assert "QGMMA.64x16x32.F32.E4M3.E4M3" in sass
+    assert "UTMALDG.2D" in sass and "LDGSTS" not in sass  # the tiles come by TMA, not by cp.async
+    assert re.search(r"ATOMG\.E\.ADD\.STRONG\.GPU", sass)  # the fused merge's ticket
     assert not re.search(r"\b(STL|LDL)\b", sass)
     # V^T comes to the P.V wgmma in registers (QGMMA with a register A operand), loaded by 8-byte shared loads,
     # and is never stored back to shared memory: fewer 8-byte stores than loads (the old V^T buffer stored all it
@@ -186,6 +194,27 @@ def test_official_shapes_on_the_device(device_sub, spec):
     data = ref.generate_input(batch, 1, kv_len, seed, device="cuda")
     ok, message = ref.check_implementation(data, device_sub.custom_kernel(data))
     assert ok, message
-    for tuning in ({"fused": 1}, {"fused": 0}, {"gluon": 0}):
+    for tuning in ({"fused": 1}, {"fused": 0}, {"gluon": 0}, {"tma": 0}, {"fused_merge": 0}):
         ok, message = ref.check_implementation(data, device_sub.mla_decode(data, **tuning))
         assert ok, f"{tuning}: {message}"
+
+
+@pytest.mark.gpu
+def test_tma_tiles_and_fused_merge_on_uneven_lengths(device_sub):
+    """Partial last tiles (TMA brings the next sequence's rows; they must not reach P.V), empty splits, and the fused
+    merge's ever-growing ticket counter over repeated calls and several split counts: every output passes the
+    official check and equals the cp.async + merge-kernel path's."""
+    data = ref.generate_input(6, 1, 0, 77, device="cuda", kv_seq_lens=[1, 63, 65, 130, 1000, 3001])
+    kv8, kv_scale = data[1]["fp8"]
+    padded = torch.full((kv8.shape[0] + 64, *kv8.shape[1:]), 0x7F, dtype=torch.uint8, device="cuda")  # e4m3 NaN
+    padded[:kv8.shape[0]] = kv8.view(torch.uint8)
+    data[1]["fp8"] = (padded.view(kv8.dtype), kv_scale)  # rows past the last sequence: TMA copies them, P.V must not
+    for splits in (None, 2, 4, 16):
+        tuning = {} if splits is None else {"splits": splits}
+        expected = device_sub.mla_decode(data, tma=0, fused_merge=0, **tuning)
+        for _ in range(3):  # the counter keeps growing across calls
+            out = device_sub.mla_decode(data, **tuning)
+            ok, message = ref.check_implementation(data, out)
+            assert ok, f"{tuning}: {message}"
+            assert torch.isfinite(out).all()
+            torch.testing.assert_close(out, expected, atol=2e-3, rtol=2e-3)
