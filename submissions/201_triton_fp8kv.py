@@ -66,7 +66,6 @@ K_ROPE_DIM = tl.constexpr(ROPE_DIM)
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 _PLAN_CACHE: dict = {}  # per-shape launch plans and scratch buffers (never outputs)
-_DESC_CACHE: dict = {}  # the TMA descriptors of the last KV seen (option tma)
 
 
 @triton.jit
@@ -997,17 +996,12 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
 
 
 def _kv_descriptors(kv: torch.Tensor, block: int) -> tuple:
-    """TMA descriptors of the (tokens, 576) fp8 KV: one box per tile for the nope part, one for the rope part."""
-    key = (kv.data_ptr(), kv.shape[0], block)
-    descs = _DESC_CACHE.get(key)
-    if descs is None:
-        sw128 = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-        sw64 = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
-        descs = (GluonTensorDescriptor(kv, list(kv.shape), list(kv.stride()), [block, 512], sw128),
-                 GluonTensorDescriptor(kv, list(kv.shape), list(kv.stride()), [block, 64], sw64))
-        _DESC_CACHE.clear()  # one entry: a descriptor keeps its KV tensor alive
-        _DESC_CACHE[key] = descs
-    return descs
+    """TMA descriptors of the (tokens, 576) fp8 KV: one box per tile for the nope part, one for the rope part. Made
+    on every call: they hold the KV's address, and a cache keyed by it would serve a new input at a reused address."""
+    sw128 = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+    sw64 = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
+    return (GluonTensorDescriptor(kv, list(kv.shape), list(kv.stride()), [block, 512], sw128),
+            GluonTensorDescriptor(kv, list(kv.shape), list(kv.stride()), [block, 64], sw64))
 
 
 def mla_decode(data: input_t, **tuning) -> output_t:
