@@ -8,8 +8,11 @@ export OUT=${OUT:-/tmp/out} PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/pyyaml*.whl >/dev/null 2>&1
 export PYTHONPATH=$PYTHONPATH:/tmp/site
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
-# call 1 ran V="default= l2=l2_hint:1 x2=splitsx:2 l2x2=l2_hint:1,splitsx:2" (l2_hint: since removed)
-V=${V:-"default= g=guess_first:1 c=tma:0 g2=guess_first:1"}
+# Calls of issue 31 (bench/notes/2026-12-01-issue31.md):
+# V="default= l2=l2_hint:1 x2=splitsx:2 l2x2=l2_hint:1,splitsx:2",
+# V="default= g=guess_first:1 c=tma:0 g2=guess_first:1", V="default= a=l2_ahead:1 a2=l2_ahead:1" (the options
+# l2_hint, guess_first and l2_ahead measured no gain; guess_first and l2_ahead are in commit 08b1383)
+V=${V:-"default= c=tma:0"}
 PIDS=()
 for v in $V; do  # one compiling process per variant (Triton's cache is shared)
   timeout 240 python3 bench/flush_probe_201.py --out "$OUT" --warm "$v" >"$OUT/warm_${v%%=*}.txt" 2>&1 &

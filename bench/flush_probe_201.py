@@ -127,7 +127,8 @@ def main() -> int:
         for kind in FLUSHES:
             values = [r["results"][name].get(kind) for r in rows]
             mean = statistics.geometric_mean(values) if all(values) else float("nan")
-            print(f"{name + ' ' + kind:>14} " + " ".join(f"{v or float('nan'):9.1f}" for v in values) + f"  {mean:6.1f}")
+            cells = " ".join(f"{v or float('nan'):9.1f}" for v in values)
+            print(f"{name + ' ' + kind:>14} {cells}  {mean:6.1f}")
     return 0
 
 

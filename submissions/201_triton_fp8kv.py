@@ -313,18 +313,6 @@ if HAVE_GLUON:
             gl_tma_load(desc_r, [first, 512], ready, kr_buf)
 
     @gluon.jit
-    def _gl_prefetch_evict_first(kv_ptr, first, hi, BLOCK_N: gl.constexpr):
-        """One thread asks L2 for the tile's rows [first, hi) with evict-first priority (a bulk prefetch, no data
-        back): lines read once should leave L2 before the dirty lines the flush left there."""
-        size = gl.maximum(gl.minimum(hi - first, BLOCK_N), 0) * 576
-        gl.inline_asm_elementwise(
-            "{ .reg .pred p; .reg .u32 t; .reg .b64 pol; mov.u32 t, %tid.x; setp.eq.and.u32 p, t, 0, 1;"
-            " setp.ne.and.u32 p, $2, 0, p; createpolicy.fractional.L2::evict_first.b64 pol, 1.0;"
-            " @p cp.async.bulk.prefetch.L2.global.L2::cache_hint [$1], $2, pol; mov.u32 $0, 0; }",
-            "=r,l,r", [(kv_ptr + first.to(gl.int64) * 576).to(gl.int64, bitcast=True), size], dtype=gl.int32,
-            is_pure=False, pack=1)
-
-    @gluon.jit
     def _gl_zero_rows_past(kn_buf, kr_buf, valid, BLOCK_N: gl.constexpr, NW: gl.constexpr):
         """Zero the rows >= valid of a tile in shared memory (a partial last tile copied by TMA)."""
         zl: gl.constexpr = gl.BlockedLayout([1, 16], [1, 32], [NW, 1], [1, 0])
@@ -440,7 +428,7 @@ if HAVE_GLUON:
         q_ptr, q_stride_t, q_stride_h,
         kv_ptr, kv_scale_ptr, kv_indptr_ptr,
         out_ptr, part_o_ptr, part_lse_ptr, counter_ptr,
-        sm_scale, num_splits, trace_ptr, kv_desc_n, kv_desc_r, guess_len,
+        sm_scale, num_splits, trace_ptr, kv_desc_n, kv_desc_r,
         WRITE_FINAL: gl.constexpr,
         BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup, 128: two)
         STAGES: gl.constexpr,      # cp.async depth
@@ -455,8 +443,6 @@ if HAVE_GLUON:
         FUSED_MERGE: gl.constexpr = False,  # cooperative launch: the splits of a sequence merge it themselves
         MERGE_ELEMS: gl.constexpr = 512,  # FUSED_MERGE: output elements (head x dim) each split merges
         TMA: gl.constexpr = False,  # tiles copied by TMA (kv_desc_n / kv_desc_r) and awaited on mbarriers
-        GUESS_FIRST: gl.constexpr = False,  # TMA: tile 0 asked for at guess_len tokens a sequence, then checked
-        L2_AHEAD: gl.constexpr = False,  # TMA: tile i + 2 prefetched into L2 (evict-first) while tile i + 1 is asked for
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
@@ -469,6 +455,13 @@ if HAVE_GLUON:
             t_start = _gl_globaltimer()
         t_first = t_start if TRACE else 0
         gl.static_assert(NW == 4 or VT_ROWS == 0, "8 warps need VT_ROWS 0")
+        kv_start = gl.load(kv_indptr_ptr + seq)
+        kv_end = gl.load(kv_indptr_ptr + seq + 1)
+        per_split = gl.cdiv(gl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
+        lo = kv_start + split * per_split
+        hi = gl.minimum(lo + per_split, kv_end)
+        n_tiles = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+
         fp8: gl.constexpr = gl.float8e4nv
         sw128: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
         sw64: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
@@ -479,43 +472,14 @@ if HAVE_GLUON:
         p_buf = gl.allocate_shared_memory(fp8, [H, BLOCK_N], sw64 if BLOCK_N == 64 else sw128)
         qn_buf = gl.allocate_shared_memory(fp8, [H, 512], sw128)
         qr_buf = gl.allocate_shared_memory(fp8, [H, 64], sw64)
+
+        # the first STAGES - 1 (LATE_REFILL: STAGES) tiles in flight before Q is prepared
         if TMA:
             gl.static_assert(not LATE_REFILL, "TMA refills at the top of the loop")
             ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], gl_mbarrier.MBarrierLayout())
             for j in gl.static_range(STAGES):
                 gl_mbarrier.init(ready.index(j), count=1)
             gl_barrier()
-        if GUESS_FIRST:  # tile 0 asked for before kv_indptr arrives, where guess_len tokens a sequence put it
-            gl.static_assert(TMA and STAGES == 2, "GUESS_FIRST needs TMA and 2 stages")
-            g_per = gl.cdiv(gl.cdiv(guess_len, num_splits), BLOCK_N) * BLOCK_N
-            g_lo = seq * guess_len + split * g_per
-            g_hi = gl.minimum(g_lo + g_per, (seq + 1) * guess_len)
-            _gl_issue_tile_tma(kv_desc_n, kv_desc_r, kn_bufs.index(0), kr_bufs.index(0), ready.index(0), g_lo, g_hi,
-                               BLOCK_N)
-        kv_start = gl.load(kv_indptr_ptr + seq)
-        kv_end = gl.load(kv_indptr_ptr + seq + 1)
-        # Q's loads in flight together with kv_indptr's (quantized once the first tile is asked for)
-        ql: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
-        qh = gl.arange(0, H, layout=gl.SliceLayout(1, ql))
-        q_row = q_ptr + seq * q_stride_t + qh[:, None] * q_stride_h
-        qn = gl.load(q_row + gl.arange(0, 512, layout=gl.SliceLayout(0, ql))[None, :]).to(gl.float32)
-        qr = gl.load(q_row + 512 + gl.arange(0, 64, layout=gl.SliceLayout(0, ql))[None, :]).to(gl.float32)
-        per_split = gl.cdiv(gl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
-        lo = kv_start + split * per_split
-        hi = gl.minimum(lo + per_split, kv_end)
-        n_tiles = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
-
-        # the first STAGES - 1 (LATE_REFILL: STAGES) tiles in flight before Q is prepared
-        if GUESS_FIRST:
-            hit = (g_lo < g_hi) & (g_lo == lo) & (lo < hi)
-            stale = (g_lo < g_hi) ^ hit  # a guessed tile that is not this split's first: landed, then replaced
-            gl_mbarrier.wait(ready.index(0), 0, pred=stale)
-            _gl_issue_tile_tma(kv_desc_n, kv_desc_r, kn_bufs.index(0), kr_bufs.index(0), ready.index(0),
-                               gl.where(hit, hi, lo), hi, BLOCK_N)  # nothing asked for where the guess was right
-            shift = stale.to(gl.int32)  # ready[0] completed once more: its phases shift by one
-        elif TMA:
-            if L2_AHEAD:
-                _gl_prefetch_evict_first(kv_ptr, lo + (STAGES - 1) * BLOCK_N, hi, BLOCK_N)
             for j in gl.static_range(STAGES - 1):
                 _gl_issue_tile_tma(kv_desc_n, kv_desc_r, kn_bufs.index(j), kr_bufs.index(j), ready.index(j),
                                    lo + j * BLOCK_N, hi, BLOCK_N)
@@ -525,6 +489,13 @@ if HAVE_GLUON:
                 gl_async.commit_group()
 
         # Q: per-head e4m3 with one scale per head, into shared memory as the B operand of the score wgmma
+        ql: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [NW, 1], [1, 0])
+        qh = gl.arange(0, H, layout=gl.SliceLayout(1, ql))
+        qd = gl.arange(0, 512, layout=gl.SliceLayout(0, ql))
+        qdr = gl.arange(0, 64, layout=gl.SliceLayout(0, ql))
+        q_row = q_ptr + seq * q_stride_t + qh[:, None] * q_stride_h
+        qn = gl.load(q_row + qd[None, :]).to(gl.float32)
+        qr = gl.load(q_row + 512 + qdr[None, :]).to(gl.float32)
         amax = gl.maximum(gl.max(gl.abs(qn), 1), gl.max(gl.abs(qr), 1))
         q_scale = gl.maximum(amax, 1e-12) / 448.0
         qn_buf.store((qn / q_scale[:, None]).to(fp8))
@@ -564,14 +535,9 @@ if HAVE_GLUON:
             if TMA:
                 gl_barrier()  # every warp is done with the stage about to be refilled (read in iteration i - 1)
                 nxt = i + STAGES - 1
-                if L2_AHEAD:
-                    _gl_prefetch_evict_first(kv_ptr, lo + (nxt + 1) * BLOCK_N, hi, BLOCK_N)
                 _gl_issue_tile_tma(kv_desc_n, kv_desc_r, kn_bufs.index(nxt % STAGES), kr_bufs.index(nxt % STAGES),
                                    ready.index(nxt % STAGES), lo + nxt * BLOCK_N, hi, BLOCK_N)
-                phase = (i // STAGES) & 1
-                if GUESS_FIRST:
-                    phase = phase ^ (shift & (stage == 0).to(gl.int32))
-                _gl_tile_arrived(ready.index(stage), kn_bufs.index(stage), kr_bufs.index(stage), phase,
+                _gl_tile_arrived(ready.index(stage), kn_bufs.index(stage), kr_bufs.index(stage), (i // STAGES) & 1,
                                  hi - (lo + i * BLOCK_N), True, BLOCK_N, NW)
             elif not LATE_REFILL:
                 # every warp is done with the stage about to be refilled (read in iteration i - 1)
@@ -967,7 +933,7 @@ def platform_defaults(device: torch.device) -> dict:
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
             "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0,
-            "gluon_block": 64, "fused_merge": 0, "tma": 0, "guess_first": 0, "l2_ahead": 0}
+            "gluon_block": 64, "fused_merge": 0, "tma": 0}
     if device.type == "cpu":
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -1077,14 +1043,13 @@ def mla_decode(data: input_t, **tuning) -> output_t:
         descs = _kv_descriptors(kv, plan["gluon_block"]) if plan["tma"] else (None, None)
         mla_fp8_gluon_kernel[(splits, batch)](
             q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse, counter,
-            float(config["sm_scale"]), splits, plan.get("trace", kv_indptr), *descs, kv.shape[0] // batch,
+            float(config["sm_scale"]), splits, plan.get("trace", kv_indptr), *descs,
             WRITE_FINAL=splits == 1, BLOCK_N=plan["gluon_block"], STAGES=plan["stages"], VT_ROWS=plan["vt_rows"],
             ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] in (0, 256),
             PDL_TRIGGER=bool(plan["pdl"]) and splits > 1 and not fused_merge,
             LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]),
             LAZY_SUM=bool(plan["lazy_sum"]), NW=warps, TRACE="trace" in plan,
-            TMA=bool(plan["tma"]), FUSED_MERGE=fused_merge, GUESS_FIRST=bool(plan["guess_first"] and plan["tma"]),
-            L2_AHEAD=bool(plan["l2_ahead"] and plan["tma"]),
+            TMA=bool(plan["tma"]), FUSED_MERGE=fused_merge,
             MERGE_ELEMS=V_DIM * NUM_HEADS // splits if fused_merge else 512,
             num_warps=warps, **({"launch_cooperative_grid": True} if fused_merge else {}),
         )

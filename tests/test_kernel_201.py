@@ -115,13 +115,12 @@ def test_gluon_kernel_compiles_for_sm90():
     types = {"q_ptr": "*bf16", "q_stride_t": "i32", "q_stride_h": "i32", "kv_ptr": "*fp8e4nv",
              "kv_scale_ptr": "*fp32", "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
              "part_lse_ptr": "*fp32", "counter_ptr": "*i32", "sm_scale": "fp32", "num_splits": "i32",
-             "trace_ptr": "*i64", "guess_len": "i32",
+             "trace_ptr": "*i64",
              "kv_desc_n": f"tensordesc<fp8e4nv[64, 512],{NVMMASharedLayout(128, 8, 2)!r}>",
              "kv_desc_r": f"tensordesc<fp8e4nv[64, 64],{NVMMASharedLayout(64, 8, 2)!r}>"}
     constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 0, "ASYNC": True,
                   "PDL_TRIGGER": False, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True, "NW": 4,
-                  "TRACE": False, "FUSED_MERGE": True, "MERGE_ELEMS": 2048, "TMA": True,
-                  "GUESS_FIRST": False, "L2_AHEAD": False}  # the default, 4 splits
+                  "TRACE": False, "FUSED_MERGE": True, "MERGE_ELEMS": 2048, "TMA": True}  # the default, 4 splits
     signature = {name: ("constexpr" if name in constexprs else types[name]) for name in kernel.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
              if name.endswith("_ptr") or name.startswith("q_stride")}
@@ -195,8 +194,7 @@ def test_official_shapes_on_the_device(device_sub, spec):
     data = ref.generate_input(batch, 1, kv_len, seed, device="cuda")
     ok, message = ref.check_implementation(data, device_sub.custom_kernel(data))
     assert ok, message
-    for tuning in ({"fused": 1}, {"fused": 0}, {"gluon": 0}, {"tma": 0}, {"fused_merge": 0}, {"guess_first": 0},
-                   {"guess_first": 1}):
+    for tuning in ({"fused": 1}, {"fused": 0}, {"gluon": 0}, {"tma": 0}, {"fused_merge": 0}):
         ok, message = ref.check_implementation(data, device_sub.mla_decode(data, **tuning))
         assert ok, f"{tuning}: {message}"
 
@@ -211,10 +209,10 @@ def test_tma_tiles_and_fused_merge_on_uneven_lengths(device_sub):
     padded = torch.full((kv8.shape[0] + 64, *kv8.shape[1:]), 0x7F, dtype=torch.uint8, device="cuda")  # e4m3 NaN
     padded[:kv8.shape[0]] = kv8.view(torch.uint8)
     data[1]["fp8"] = (padded.view(kv8.dtype), kv_scale)  # rows past the last sequence: TMA copies them, P.V must not
-    for splits, guess in [(None, 0), (None, 1), (2, 1), (4, 0), (4, 1), (16, 1)]:
-        tuning = {"guess_first": guess} if splits is None else {"splits": splits, "guess_first": guess}
+    for splits in (None, 2, 4, 16):
+        tuning = {} if splits is None else {"splits": splits}
         expected = device_sub.mla_decode(data, tma=0, fused_merge=0, **tuning)
-        for _ in range(3):  # the counter keeps growing across calls; guessed first tiles mostly wrong here
+        for _ in range(3):  # the counter keeps growing across calls
             out = device_sub.mla_decode(data, **tuning)
             ok, message = ref.check_implementation(data, out)
             assert ok, f"{tuning}: {message}"
