@@ -17,7 +17,8 @@ from harness.platform import AITER_STANDIN_MARK
 from harness.run import protocol
 from harness.results.figures import format_model_band, format_model_us, format_us, geomean
 
-STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "skip": "yellow"}
+STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "rejected": "red",
+                 "skip": "yellow", "not run": "yellow"}
 PIPED_WIDTH = 200  # piped, rich assumes 80 columns and cuts table cells; a wide page keeps every column whole
 
 

@@ -349,7 +349,7 @@ def where_verified(everything: list[dict]) -> dict:
         if column is None or record["mode"] == "profile":
             continue
         where = "" if column not in ("GPU here", "aiter stand-in") else f" {record['device']['name']}"
-        mark = "✓" if record["status"] == "pass" else "✗"
+        mark = {"pass": "✓", "rejected": "✗ the server would reject it,"}.get(record["status"], "✗")
         found.setdefault(label(record), {})[column] = f"{mark}{where} ({record['finished'][:10]})"
     return found
 

@@ -67,7 +67,7 @@ class Case:
 @dataclasses.dataclass
 class CaseResult:
     spec: dict
-    status: str  # "pass" | "fail" | "error" | "timeout" | "skip"
+    status: str  # "pass" | "fail" | "error" | "timeout" | "skip" | "not run"
     message: str = ""
     stats: timing.Stats | None = None
     notes: dict = dataclasses.field(default_factory=dict)
@@ -88,7 +88,7 @@ class RunResult:
     cases: str  # "official" | "small" | the cases file
     flush: str
     platform: Platform
-    status: str  # "pass" | "fail" | "skip" | "error"
+    status: str  # "pass" | "rejected" | "fail" | "error" | "timeout" | "skip"
     reason: str
     results: list
     warnings: list
@@ -100,7 +100,7 @@ class RunResult:
 
     @property
     def failed(self) -> bool:
-        return self.status in ("fail", "error")
+        return self.status in records.FAILED
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def _failed_case(case: Case, reply: dict) -> CaseResult:
 
 
 def _not_run(cases: list, reason: str) -> list:
-    return [CaseResult(spec=case.spec, status="skip", message=reason) for case in cases]
+    return [CaseResult(spec=case.spec, status="not run", message=reason) for case in cases]
 
 
 def _call(worker: Worker, limit: TimeLimit, op: str, **args) -> dict:
@@ -284,8 +284,9 @@ def _is_warning(line: str) -> bool:
 
 
 def summarize(results: list) -> tuple:
-    """(status, reason) of a whole run from its cases: a wrong answer is "fail", a crash or timeout "error"."""
-    for wanted, status in (("fail", "fail"), ("error", "error"), ("timeout", "error")):
+    """(status, reason) of a whole run from its cases: a wrong answer is "fail", a crash "error", a case
+    still running at the limit or a case the spent limit left unrun "timeout"."""
+    for wanted, status in (("fail", "fail"), ("error", "error"), ("timeout", "timeout"), ("not run", "timeout")):
         for index, result in enumerate(results):
             if result.status == wanted:
                 lines = result.message.splitlines() or [""]
@@ -390,8 +391,8 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         warnings.insert(0, AITER_STANDIN)  # served although the file's text did not show it needs aiter
     warnings.extend(case_warnings(results) + stress_warnings(stressed, results))
     status, reason = summarize(results)
-    if status == "pass" and rejections:
-        reason = f"passes here, but the server would reject it: {rejections[0].split(': ', 1)[1]}"
+    if status == "pass" and rejections:  # never a plain pass: a ranked run of it would be refused
+        status, reason = "rejected", f"{records.REJECTED_PREFIX}: {rejections[0].split(': ', 1)[1]}"
     return RunResult(submission, mode, cases_name, flush, platform, status, reason, results, warnings,
                      started, now_iso(), log_path, interpreter=interpret, standin=standin)
 
