@@ -118,15 +118,18 @@ def test_run_help_lists_the_exit_codes():
     assert "3 harness bug, 130 interrupted" in " ".join(text.split())
 
 
-def test_an_unwritable_ledger_is_an_error_and_the_run_exits_2(cli_env, results_dir):
+def test_an_unwritable_ledger_is_refused_up_front_by_every_command_that_writes(cli_env, results_dir):
+    """run, compile and estimate refuse before any work (compile used to work 36 s, estimate to crash)."""
     _, cases_file = cli_env
     blocked = results_dir / "ledger-is-a-folder"
     blocked.mkdir(parents=True)
-    done = harness("run", SAMPLES / "reference_call.py", "--device", "cpu", "--cases", cases_file,
-                   env={"HARNESS_LEDGER": str(blocked)})
-    assert done.returncode == exits.EXIT_USAGE, done.stdout + done.stderr
-    assert "pass" in done.stdout  # the result is shown...
-    assert "its result could not be written" in done.stderr and "so it is lost" in done.stderr  # ...and its loss
+    for args in (["run", SAMPLES / "reference_call.py", "--device", "cpu", "--cases", cases_file],
+                 ["compile", "201"], ["estimate", "201", "--device", "cpu"]):
+        started = time.monotonic()
+        done = harness(*args, env={"HARNESS_LEDGER": str(blocked)})
+        assert done.returncode == exits.EXIT_USAGE, (args, done.stdout + done.stderr)
+        assert done.stderr.startswith("error: cannot write results to") and len(done.stderr.splitlines()) == 1
+        assert time.monotonic() - started < 20 and "pass" not in done.stdout
 
 
 def test_unwritable_results_folder_is_one_plain_line(cli_env, tmp_path):

@@ -72,6 +72,9 @@ def check_results_writable() -> None:
                 pass
         except OSError as error:
             raise ResultsError(f"cannot write results to {paths.shown(folder)}: {error.strerror or error}") from None
+    target = paths.ledger_file()
+    if target.exists() and not target.is_file():
+        raise ResultsError(f"cannot write results to {paths.shown(target)}: it is not a file")
 
 
 @dataclasses.dataclass
