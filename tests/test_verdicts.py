@@ -88,3 +88,39 @@ def test_a_variant_that_cannot_be_built_for_the_target_never_reads_as_compiled(t
     assert undeclared.error and undeclared.error.startswith("cannot be built for sm90:") and not undeclared.skipped
     assert declared.skipped and "gfx950 only" in declared.error
     assert "could not allocate" not in capfd.readouterr().err  # the compiler's flood is caught, not printed
+
+
+def test_the_harnesss_own_writes_never_make_a_checkout_dirty(tmp_path):
+    from harness.run import session
+
+    for name in ("results/ledger.jsonl", "scoreboard.md", "reference.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("v1\n")
+    for step in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c"]):
+        subprocess.run(["git", *step], cwd=tmp_path, check=True, capture_output=True)
+    for name in ("results/ledger.jsonl", "scoreboard.md"):
+        (tmp_path / name).write_text("v2\n")
+    assert session.git_checkout(tmp_path)["dirty"] is False
+    (tmp_path / "reference.py").write_text("v2\n")
+    assert session.git_checkout(tmp_path)["dirty"] is True
+
+
+def version_1(status: str, reason: str, cases: list) -> dict:
+    spec = {"batchsize": 1, "qseqlen": 1, "kvseqlen": 64, "seed": 1}
+    return {"schema": 1, "submission": {"path": "x.py", "number": None}, "mode": "leaderboard",
+            "device": {"name": "cpu (x86_64)"}, "status": status, "reason": reason,
+            "results": [{"spec": spec, "status": s, "message": m} for s, m in cases]}
+
+
+def test_version_1_records_are_upgraded_explicitly():
+    spent = records.checked(version_1("pass", "", [("skip", "not run: the run's time limit was spent")] * 2))
+    assert spent["schema"] == 2 and spent["status"] == "timeout"
+    assert [case["status"] for case in spent["results"]] == ["not run", "not run"]
+    limit = records.checked(version_1("error", "x", [("timeout", "exceeded"), ("skip", "not run: an earlier")]))
+    assert limit["status"] == "timeout"
+    crashed = records.checked(version_1("error", "x", [("error", "SIGSEGV"), ("timeout", "exceeded")]))
+    assert crashed["status"] == "error"
+    refused = records.checked(version_1("pass", f"{records.REJECTED_PREFIX}: line 3: X", [("pass", "")]))
+    assert refused["status"] == "rejected"
+    skipped = records.checked(version_1("skip", "needs ROCm", [("skip", "needs ROCm")]))
+    assert skipped["status"] == "skip" and skipped["results"][0]["status"] == "skip"

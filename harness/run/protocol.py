@@ -7,6 +7,7 @@ Read it top to bottom like eval.py:
      inside the worker is harness/run/child.py's `_run_single_*`;
   3. evaluate: one submission, one mode, all cases -> a RunResult; record() turns it into a ledger record.
 """
+import ast
 import dataclasses
 import datetime
 import os
@@ -307,7 +308,7 @@ def case_warnings(results: list) -> list:
     return list(dict.fromkeys(found))
 
 
-def stress_warnings(results: list, official: list) -> list:
+def stress_warnings(results: list, official: list, cases_name: str = "official") -> list:
     """One line per stress case that failed, or whose error is far above the official cases' (in reference-noise
     multiples); the 5% rule is left to the official cases (an a16w16 kernel meets it often on sharp attention)."""
     usual = max([(r.accuracy or {}).get("noise_multiple") or 0.0 for r in official] + [1.0])
@@ -316,11 +317,11 @@ def stress_warnings(results: list, official: list) -> list:
         name = f"stress case {result.spec.get('stress')} {result.spec['batchsize']}x{result.spec['kvseqlen']}"
         multiple = (result.accuracy or {}).get("noise_multiple")
         if result.status != "pass":
-            found.append(f"{name} {result.status}s (the official cases pass): "
+            found.append(f"{name} {result.status}s (the {cases_name} cases pass): "
                          + (result.message.strip().splitlines() or [""])[0])
         elif multiple is not None and multiple > STRESS_ERROR_FACTOR * usual:
             found.append(f"{name}: error {multiple:.1f} x the reference's noise, against at most {usual:.1f} x on "
-                         "the official cases (a shortcut that randn data hides?)")
+                         f"the {cases_name} cases (a shortcut that randn data hides?)")
     return found
 
 
@@ -332,6 +333,17 @@ def server_rejections(submission: Submission) -> list:
         return []
     return [f"{'the runner would fail it' if f.rule.startswith('AITER_') else 'the server would reject it'}: "
             f"line {f.line}: {f.rule} {f.message}" for f in findings if f.blocking]
+
+
+def syntax_error(submission: Submission) -> str:
+    """'SyntaxError: ... (submission line 9)' when the file does not parse, as the worker would say; else ''."""
+    try:
+        ast.parse(submission.path.read_bytes(), filename=str(submission.path))
+    except SyntaxError as error:
+        return f"SyntaxError: {error.msg} (submission line {error.lineno})"
+    except (OSError, ValueError):
+        return ""
+    return ""
 
 
 def log_file_for(submission: Submission, mode: str, log_dir: Path | None = None) -> Path:
@@ -362,6 +374,11 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         results = [CaseResult(spec=dict(spec), status="skip", message=note) for spec in specs]
         return RunResult(submission, mode, cases_name, flush, platform, "skip", note, results, rejections,
                          started, now_iso())
+    unparsed = syntax_error(submission)
+    if unparsed:  # no worker needed to know every case would fail the same way
+        results = [CaseResult(spec=dict(spec), status="error", message=unparsed) for spec in specs]
+        return RunResult(submission, mode, cases_name, flush, platform, "error",
+                         f"case 1 ({spec_line(specs[0])}): {unparsed}", results, rejections, started, now_iso())
 
     warnings = ([note] if note else []) + rejections + invalid_limits()
     if secret is not None:
@@ -389,7 +406,7 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         standin = worker.standin
     if standin and not any(AITER_STANDIN_MARK in warning for warning in warnings):
         warnings.insert(0, AITER_STANDIN)  # served although the file's text did not show it needs aiter
-    warnings.extend(case_warnings(results) + stress_warnings(stressed, results))
+    warnings.extend(case_warnings(results) + stress_warnings(stressed, results, cases_name))
     status, reason = summarize(results)
     if status == "pass" and rejections:  # never a plain pass: a ranked run of it would be refused
         status, reason = "rejected", f"{records.REJECTED_PREFIX}: {rejections[0].split(': ', 1)[1]}"

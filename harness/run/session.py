@@ -122,8 +122,10 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
             notices.append("No GPU here: using the small CPU cases (--cases official forces the official shapes).")
     specs = cases.load(cases_arg, mode, gpu=here.is_gpu)
     stress_specs = cases.stress(specs) if defaulted and mode == "test" else []  # the default cases, structured
-    if not here.is_gpu and flush == "official" and mode in TIMED_MODES:
-        notices.append("On the CPU there is no cache flush: --flush official is ignored.")
+    if not here.is_gpu and mode in TIMED_MODES:
+        notices.append(f"On the CPU there is no cache flush: --flush {flush} is taken as none, and CPU times swing "
+                       "with the machine's load (up to 16x measured on a shared 2-core machine): compare them only "
+                       "within one run.")
     if here.is_gpu and flush == "official" and mode in TIMED_MODES and not timing.official_flush_fits():
         raise platforms.PlatformError("--flush official allocates 64 GiB per call, more than this GPU holds; "
                                       "use --flush fast")
