@@ -299,11 +299,18 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
             def show(completed, total, label, task=task, bar=bar, sub=sub):
                 bar.update(task, completed=completed, total=total, description=f"{sub.label}: {label}")
 
-            def finished(index, total, result, sub=sub):
+            done_cases = []
+
+            def finished(index, total, result, sub=sub, done_cases=done_cases):
+                done_cases.append(result)
                 if not notices.is_terminal:  # piped or in CI: one plain line per case instead of the live bar
                     notices.print(display.case_line(sub.label, index, total, result), highlight=False, soft_wrap=True)
 
-            outcome = session.evaluate_and_record(sub, settings, progress=show, on_case=finished)
+            try:
+                outcome = session.evaluate_and_record(sub, settings, progress=show, on_case=finished)
+            except KeyboardInterrupt:
+                notices.print(display.interrupted_line(sub.label, len(done_cases)), highlight=False, soft_wrap=True)
+                raise
         outcomes.append(outcome)
         if not as_json:
             display.print_run(out, outcome.run)

@@ -145,6 +145,12 @@ def print_source_diff(console, text: str, warnings: list[str]) -> None:
         console.file.flush()
 
 
+def interrupted_line(label: str, finished: int) -> str:
+    """What Ctrl-C cost: the running submission's finished cases are shown above but not recorded."""
+    return (f"interrupted: {label}'s {finished} finished case(s) are not recorded in the ledger "
+            "(a partial run is no verdict); the submissions before it are")
+
+
 def print_run(console, run) -> None:
     if run.status == "skip":
         console.print(f"[yellow]skip[/] {escape(run.submission.label)}: {escape(run.reason)}")

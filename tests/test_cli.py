@@ -273,3 +273,23 @@ def test_the_scoreboard_says_where_each_submission_was_verified():
     assert all(table.mode != "compile" for table in scoreboard.build_tables(records.load()))
     page = "\n".join(scoreboard.render_verified(records.load()))
     assert "| 120_hip | – | – | – | ✓ (2026-12-01) | – |" in page  # CPU, GPU here, aiter stand-in, compiled, MI355X
+
+
+def test_ctrl_c_says_the_running_submissions_finished_cases_are_not_recorded(tmp_path):
+    """Case 1 passes, case 2 hangs; Ctrl-C then says what is lost, exits 130, and the ledger holds nothing torn."""
+    import signal
+
+    cases = tmp_path / "two.txt"
+    cases.write_text("batchsize: 1; qseqlen: 1; kvseqlen: 64; seed: 11\nbatchsize: 3; qseqlen: 1; kvseqlen: 16; seed: 1\n")
+    child = subprocess.Popen(HARNESS + ["run", str(SAMPLES / "crash_and_hang.py"), "--device", "cpu", "--cases",
+                                        str(cases)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    seen = ""
+    while "case 1/2" not in seen:
+        line = child.stderr.readline()
+        assert line, seen
+        seen += line
+    child.send_signal(signal.SIGINT)
+    _, rest = child.communicate(timeout=120)
+    assert child.returncode == 130
+    assert "crash_and_hang's 1 finished case(s) are not recorded" in rest

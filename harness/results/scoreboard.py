@@ -417,7 +417,7 @@ def regenerate(*, ledger_file=None, output=None, chart=None, baseline: int | Non
     source = paths.ledger_file(ledger_file)
     everything = records.load(source, root)
     tables = build_tables(everything, baseline=baseline, include_interpreter=include_interpreter)
-    output = Path(output or paths.SCOREBOARD_PAGE)
+    output = Path(output or paths.scoreboard_page())
     if not tables and output.exists() and not allow_empty:  # a wrong ledger must not wipe the standings
         raise EmptyScoreboard(f"{paths.shown(source, root)} gives no table ({len(everything)} records): "
                               f"{paths.shown(output, root)} is kept; pass --allow-empty to replace it anyway")
