@@ -127,7 +127,6 @@ def lint(submissions, run_all, as_json):
     Prints `path:line: RULE error|warning: message`; exits 1 when any finding would get a file rejected.
     """
     import json
-    from pathlib import Path
 
     from harness.checks import lint as linter
     from harness import paths

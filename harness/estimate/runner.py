@@ -19,7 +19,8 @@ from harness.estimate.model import Model, ShapeEstimate, estimate_shape
 from harness.platform import Platform, interprets_triton
 from harness.results import ledger, records
 from harness.results.figures import geomean
-from harness.run import cases, compiling, protocol, session
+from harness.checks import lint
+from harness.run import cases, compiling, session
 from harness.run.worker import Worker
 from harness.sandbox import guard
 from harness.submission import Submission
@@ -121,11 +122,11 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
         protection: guard.Protection | None = None) -> EstimateRun:
     """Record and price every shape, the submission's workers (its recording and its gfx950 compiles) under
     `protection`, as `harness run` gives it; what it changed on disk or left running fails the estimate."""
-    started = protocol.now_iso()
+    started = records.now_iso()
     budget = budget or row_budget()
     model, _ = fit.calibrated_model()
     specs = specs or cases.official("benchmark")
-    warnings = protocol.server_rejections(submission)
+    warnings = lint.server_rejections(submission.path)
     refusal = _refusal_before_running(submission)
     shapes = [ShapeRun(spec=dict(spec)) for spec in specs]
     status = "skip" if refusal else "pass"
@@ -138,7 +139,7 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
             warnings += held.problems[1:]
         warnings += _kernel_model_warnings(shapes, platform)
     return EstimateRun(submission=submission, platform=platform, target=target, model=model, shapes=shapes,
-                       refusal=refusal, status=status, warnings=warnings, started=started, finished=protocol.now_iso())
+                       refusal=refusal, status=status, warnings=warnings, started=started, finished=records.now_iso())
 
 
 def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: int, progress) -> tuple:

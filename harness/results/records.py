@@ -8,6 +8,7 @@ record once and fills what older records lack, so views read fields directly.
 from __future__ import annotations
 
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypedDict
 
@@ -76,6 +77,11 @@ class Record(TypedDict):
     git: dict | None     # {"commit": "<sha>", "dirty": bool} of the checkout that ran it; None outside git
     estimate: dict | None  # mode "estimate" only: the MI355X model's figures (harness/estimate/runner.py), never stats
     protection: str | None  # "sandbox (bwrap)" | "fallback: file checks" | "off" (harness/sandbox/guard.py); None: older
+
+
+def now_iso() -> str:
+    """A record's timestamps: ISO 8601 in UTC, to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def submission_info(submission) -> SubmissionInfo:

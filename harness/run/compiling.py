@@ -5,7 +5,8 @@ Importing a submission runs its code, so the Triton compile happens where `harne
 under the command's protection (session.guarded). HIP sources are read as text and never import the file.
 """
 from harness.compile import aot, compiled
-from harness.run import protocol, session
+from harness.results import records
+from harness.run import session
 from harness.submission import Submission
 
 COMPILE_LIMIT_S = 1800.0  # 201's eleven variants take ~40 s on two cores; a cold Triton cache more
@@ -47,9 +48,9 @@ def compile_and_record(submission: Submission, target: str, *, device: str = "au
     from harness.results import ledger
 
     here, chosen = session.prepare(device, protection)
-    started = protocol.now_iso()
+    started = records.now_iso()
     outcome = compile_guarded(submission, target, here, chosen)
-    record = compiled.record(submission, target, outcome, platforms.versions(), started, protocol.now_iso(),
+    record = compiled.record(submission, target, outcome, platforms.versions(), started, records.now_iso(),
                              chosen.label)
     try:
         ledger.append(record)

@@ -276,10 +276,6 @@ def run_profile(worker: Worker, cases: list, limit: TimeLimit, progress=_no_prog
 # 3. One submission, one mode
 # ---------------------------------------------------------------------------------------------
 
-def now_iso() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
 def _is_warning(line: str) -> bool:
     return line.lstrip().lower().startswith("warning")
 
@@ -325,16 +321,6 @@ def stress_warnings(results: list, official: list, cases_name: str = "official")
     return found
 
 
-def server_rejections(submission: Submission) -> list:
-    """Lint's blocking findings: what the official server or its KernelGuard would refuse this file for."""
-    try:
-        findings = lint.lint_file(submission.path)
-    except OSError:
-        return []
-    return [f"{'the runner would fail it' if f.rule.startswith('AITER_') else 'the server would reject it'}: "
-            f"line {f.line}: {f.rule} {f.message}" for f in findings if f.blocking]
-
-
 def syntax_error(submission: Submission) -> str:
     """'SyntaxError: ... (submission line 9)' when the file does not parse, as the worker would say; else ''."""
     try:
@@ -366,19 +352,20 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if not specs:
         raise ValueError("no cases to run")
-    started = now_iso()
+    started = records.now_iso()
     flush = flush if platform.is_gpu else "none"
-    rejections = server_rejections(submission)  # attached to every run, so the table and the ledger show them
+    rejections = lint.server_rejections(submission.path)  # attached to every run, so the table and the ledger show them
     runnable, note = can_run(submission, platform)
     if not runnable:
         results = [CaseResult(spec=dict(spec), status="skip", message=note) for spec in specs]
         return RunResult(submission, mode, cases_name, flush, platform, "skip", note, results, rejections,
-                         started, now_iso())
+                         started, records.now_iso())
     unparsed = syntax_error(submission)
     if unparsed:  # no worker needed to know every case would fail the same way
         results = [CaseResult(spec=dict(spec), status="error", message=unparsed) for spec in specs]
         return RunResult(submission, mode, cases_name, flush, platform, "error",
-                         f"case 1 ({spec_line(specs[0])}): {unparsed}", results, rejections, started, now_iso())
+                         f"case 1 ({spec_line(specs[0])}): {unparsed}", results, rejections, started,
+                         records.now_iso())
 
     warnings = ([note] if note else []) + rejections + invalid_limits()
     if secret is not None:
@@ -411,7 +398,7 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
     if status == "pass" and rejections:  # never a plain pass: a ranked run of it would be refused
         status, reason = "rejected", f"{records.REJECTED_PREFIX}: {rejections[0].split(': ', 1)[1]}"
     return RunResult(submission, mode, cases_name, flush, platform, status, reason, results, warnings,
-                     started, now_iso(), log_path, interpreter=interpret, standin=standin)
+                     started, records.now_iso(), log_path, interpreter=interpret, standin=standin)
 
 
 def geomean_ns(run: RunResult) -> float | None:

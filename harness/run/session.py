@@ -9,7 +9,6 @@ import contextlib
 import dataclasses
 import subprocess
 import tempfile
-from pathlib import Path
 
 from harness import paths
 from harness.run import cases
