@@ -127,7 +127,6 @@ def lint(submissions, run_all, as_json):
     Prints `path:line: RULE error|warning: message`; exits 1 when any finding would get a file rejected.
     """
     import json
-    from pathlib import Path
 
     from harness.checks import lint as linter
     from harness import paths
@@ -136,13 +135,10 @@ def lint(submissions, run_all, as_json):
     check_submissions_or_all(submissions, run_all)
     files = []
     for arg in submissions or [str(s.path) for s in subs.discover()]:
-        try:
-            path = subs.resolve(arg).path if arg.strip().isdigit() else Path(arg)
+        try:  # the same files `run` takes, with the same one-line refusals
+            files.append(subs.resolve(arg).path)
         except subs.SubmissionError as error:
             raise click.UsageError(str(error))
-        if not path.is_file():
-            raise click.UsageError(f"no such submission file: {arg}")
-        files.append(path)
     if not files:
         raise click.UsageError("no submissions to lint: name one, or add files to submissions/")
     report, blocking, warnings = {}, 0, 0
@@ -264,8 +260,11 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
 @click.option("--protection", type=click.Choice(["auto", "sandbox", "files", "off"]), default="auto", show_default=True,
               help="What keeps a submission from changing files on disk: the bwrap sandbox, the fallback's file "
                    "checks, or nothing (off: only to compare timings); auto takes the sandbox where it starts.")
+@click.option("--allow-rejected", is_flag=True,
+              help="Exit 0 for a file that passes but that the server's rules would reject (it still says so).")
 @reports_errors
-def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, case_timeout, protection):
+def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, case_timeout, protection,
+        allow_rejected):
     """Validate and time submissions (numbers like 120, or file paths) with the official protocol."""
     import json
 
@@ -299,11 +298,18 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
             def show(completed, total, label, task=task, bar=bar, sub=sub):
                 bar.update(task, completed=completed, total=total, description=f"{sub.label}: {label}")
 
-            def finished(index, total, result, sub=sub):
+            done_cases = []
+
+            def finished(index, total, result, sub=sub, done_cases=done_cases):
+                done_cases.append(result)
                 if not notices.is_terminal:  # piped or in CI: one plain line per case instead of the live bar
                     notices.print(display.case_line(sub.label, index, total, result), highlight=False, soft_wrap=True)
 
-            outcome = session.evaluate_and_record(sub, settings, progress=show, on_case=finished)
+            try:
+                outcome = session.evaluate_and_record(sub, settings, progress=show, on_case=finished)
+            except KeyboardInterrupt:
+                notices.print(display.interrupted_line(sub.label, len(done_cases)), highlight=False, soft_wrap=True)
+                raise
         outcomes.append(outcome)
         if not as_json:
             display.print_run(out, outcome.run)
@@ -313,7 +319,8 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     if as_json:
         click.echo(json.dumps([outcome.record for outcome in outcomes], indent=2))
     elif len(runs) > 1:
-        counts = {status: sum(r.status == status for r in runs) for status in ("pass", "fail", "error", "skip")}
+        counts = {status: sum(r.status == status for r in runs)
+                  for status in ("pass", "rejected", "fail", "error", "timeout", "skip")}
         out.print(", ".join(f"{n} {status}" for status, n in counts.items() if n))
     note = session.interpreter_note(runs)
     if note:
@@ -321,7 +328,7 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     lost = next((outcome.ledger_error for outcome in outcomes if outcome.ledger_error), None)
     if lost:
         raise lost
-    raise SystemExit(session.exit_code(runs))
+    raise SystemExit(session.exit_code(runs, allow_rejected))
 
 
 @main.command(epilog=EXIT_CODES_HELP)
@@ -329,20 +336,23 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
 @click.option("--target", type=click.Choice(["mi355x"]), default="mi355x", show_default=True, help="Machine to estimate for.")
 @device_option
 @click.option("--json", "as_json", is_flag=True, help="Print the ledger record as JSON instead of tables.")
+@click.option("--protection", type=click.Choice(["auto", "sandbox", "files", "off"]), default="auto", show_default=True,
+              help="What keeps the submission from changing files on disk (as for run).")
 @reports_errors
-def estimate(submission, target, device, as_json):
+def estimate(submission, target, device, as_json, protection):
     """Estimate SUBMISSION's MI355X leaderboard time from what it launches: a cost model, not a measurement."""
     import json
 
-    from harness import display, platform as platforms, submission as subs
+    from harness import display, submission as subs
     from harness.estimate import runner
     from harness.results import ledger
     from harness.run import session
 
-    chosen, here = subs.resolve(submission), platforms.detect(device)
+    chosen = subs.resolve(submission)
+    here, guarding = session.prepare(device, protection)
     console = display.console()
     with console.status(f"recording {chosen.label}...") as status:
-        result = runner.run(chosen, here, target, progress=lambda i, n, shape: status.update(
+        result = runner.run(chosen, here, target, protection=guarding, progress=lambda i, n, shape: status.update(
             f"recording {chosen.label}: {shape} ({i + 1}/{n})"))
     try:
         record = runner.save(result, session.git_checkout())
@@ -412,36 +422,30 @@ def doctor(device):
 @click.argument("submission")
 @click.option("--target", type=click.Choice(["gfx950", "gfx942", "sm90"]), default="gfx950", show_default=True,
               help="GPU to compile for; no such GPU is needed on this machine.")
+@click.option("--protection", type=click.Choice(["auto", "sandbox", "files", "off"]), default="auto", show_default=True,
+              help="What keeps the file's import from changing files on disk (as for run).")
 @reports_errors
-def compile_command(submission, target):
+def compile_command(submission, target, protection):
     """Compile a submission's kernels ahead of time (Triton kernels, or HIP load_inline sources for gfx950/gfx942)
     and report registers, spills, LDS/shared memory, occupancy, MFMA/MMA use."""
     from harness import display
-    from harness.compile import aot
-    from harness.compile import compiled
-    from harness.results import ledger
-    from harness.run import protocol
-    from harness.run import session
-    from harness import platform as platforms
+    from harness.compile import aot, compiled
+    from harness.run import compiling
     from harness import submission as subs
 
     chosen = subs.resolve(submission)
     path = chosen.path
     console = display.console()
-    started = protocol.now_iso()
-    with console.status(f"compiling {path.name} for {target}..."):
-        outcome = compiled.compile_submission(path, target)
-    try:
-        ledger.append(compiled.record(chosen, target, outcome, platforms.versions(), started, protocol.now_iso()))
-    except OSError as error:
-        raise session.ResultsError("the compile's record could not be written to the ledger: "
-                                   f"{ledger.why_unwritten(error)}") from None
+    with console.status(f"compiling {path.name} for {target} in its worker..."):
+        outcome, _ = compiling.compile_and_record(chosen, target, protection=protection)
     if outcome.syntax_error:
         click.echo(f"{outcome.syntax_error_line(path.name)} (nothing compiled)")
+    for problem in outcome.problems:
+        console.print(f"[red]fail:[/] {display.escape(problem)}")
     if outcome.hip is not None:
         display.print_hip_report(console, outcome.hip)
     if outcome.triton:
         display.print_compile(console, path.name, target, outcome.triton, aot.TARGETS[target][0] == "hip")
-    if outcome.hip is None and not outcome.triton and not outcome.syntax_error:
-        click.echo(f"{path.name} has no @triton.jit kernels and no HIP load_inline sources")
+    if outcome.status == "skip" and not outcome.syntax_error:
+        click.echo(f"skip: {path.name}: {compiled.NOTHING_TO_COMPILE}")
     raise SystemExit(EXIT_FAILED if outcome.failed else EXIT_PASSED)

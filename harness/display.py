@@ -17,7 +17,8 @@ from harness.platform import AITER_STANDIN_MARK
 from harness.run import protocol
 from harness.results.figures import format_model_band, format_model_us, format_us, geomean
 
-STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "skip": "yellow"}
+STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "rejected": "red",
+                 "skip": "yellow", "not run": "yellow"}
 PIPED_WIDTH = 200  # piped, rich assumes 80 columns and cuts table cells; a wide page keeps every column whole
 
 
@@ -142,6 +143,12 @@ def print_source_diff(console, text: str, warnings: list[str]) -> None:
     else:  # piped: the lines as they are, not padded to the console's width
         console.file.write(text)
         console.file.flush()
+
+
+def interrupted_line(label: str, finished: int) -> str:
+    """What Ctrl-C cost: the running submission's finished cases are shown above but not recorded."""
+    return (f"interrupted: {label}'s {finished} finished case(s) are not recorded in the ledger "
+            "(a partial run is no verdict); the submissions before it are")
 
 
 def print_run(console, run) -> None:

@@ -40,6 +40,14 @@ def scoreboard_chart() -> Path:
     return results_dir() / "scoreboard.png"
 
 
+def scoreboard_page() -> Path:
+    """The repository's scoreboard.md for its own results; beside the results folder when $HARNESS_RESULTS
+    moves them elsewhere, so another ledger never rewrites the repository's page."""
+    if os.environ.get(RESULTS_ENV) and results_dir().resolve() != (REPO_ROOT / "results").resolve():
+        return results_dir() / "scoreboard.md"
+    return SCOREBOARD_PAGE
+
+
 def shown(path: str | os.PathLike, relative_to: str | os.PathLike | None = None) -> str:
     """The path as a user would type it: relative to `relative_to` (default: the working directory) when below it."""
     absolute = Path(path).resolve()

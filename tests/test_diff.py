@@ -109,3 +109,16 @@ def test_cli_diff_prints_the_table_and_exits_2_when_nothing_compares():
     assert missing.exit_code == 2
     assert missing.output.strip().startswith("error: no submission numbered 9 in ")  # as `harness run 9` says
     assert CliRunner().invoke(main, ["diff", "1", "2", "--mode", "fast"]).exit_code == 2
+
+
+def test_a_file_changed_since_it_was_timed_is_said_in_the_notes(tmp_path):
+    old, new = tmp_path / "01_a.py", tmp_path / "02_b.py"
+    old.write_text("v1\n")
+    new.write_text("v2\n")
+    sha = hashlib.sha256(b"v2\n").hexdigest()
+    means = {(4, 1024): 20000}
+    records = [record(None, means, path=str(old), sha=hashlib.sha256(b"v0\n").hexdigest()),
+               record(None, means, path=str(new), sha=sha)]
+    c = differ.compare(usable(records), str(old), str(new))
+    changed = [line for line in differ.notes(c) if "changed since it was timed" in line]
+    assert len(changed) == 1 and changed[0].startswith("A's file")

@@ -77,8 +77,14 @@ def test_test_mode_uses_the_secret_seed_hides_it_and_copies_the_submissions_note
     expected_q = reference.generate_input(**{**TINY, "seed": 147}, device="cpu")[0]
     assert result.notes["q_sum"] == pytest.approx(float(expected_q.float().sum()), rel=1e-6)
     assert result.notes["path"] == "reference"
-    assert result.notes["popcorn_seed_visible"] is False
     assert any("POPCORN_SEED" in w for w in run.warnings)
+
+
+def test_the_secret_seed_never_reaches_the_submission(tmp_path, monkeypatch):
+    monkeypatch.setenv("POPCORN_SEED", "5")
+    run = evaluate("seed_probe.py", "test", [TINY], tmp_path, secret=5)
+    assert run.results[0].notes["popcorn_seed_visible"] is False
+    assert run.status == "rejected" and "EVALUATOR_MODE_BRANCH" in run.reason  # reading it is refused by the server
 
 
 def test_caching_by_input_passes_benchmark_mode_and_fails_leaderboard_mode(tmp_path):
@@ -87,7 +93,7 @@ def test_caching_by_input_passes_benchmark_mode_and_fails_leaderboard_mode(tmp_p
     assert all(r.stats.runs == 5 for r in bench.results)
     board = evaluate("cache_by_shape.py", "leaderboard", [TINY, TINY_2], tmp_path)
     assert board.status == "fail"
-    assert [r.status for r in board.results] == ["fail", "skip"]  # stops at the first failing case
+    assert [r.status for r in board.results] == ["fail", "not run"]  # stops at the first failing case
     assert board.results[0].message.startswith(f"timed call 1 (seed {TINY['seed'] + 13}): ")
     assert "stops at the first failure" in board.results[1].message
 
@@ -129,10 +135,10 @@ def test_the_run_limit_bounds_all_cases_together_and_a_timeout_ends_the_run(tmp_
     assert time.monotonic() - started < 60  # one limit (plus the worker's start), not one per case
     assert [(r.status, r.message) for r in run.results] == [
         ("timeout", "exceeded the run's 3 s time limit (it bounds all cases of a submission together)"),
-        ("skip", "not run: an earlier case timed out"),
-        ("skip", "not run: an earlier case timed out"),
+        ("not run", "not run: an earlier case timed out"),
+        ("not run", "not run: an earlier case timed out"),
     ]
-    assert run.status == "error"
+    assert run.status == "timeout"
 
 
 def test_the_run_limit_is_shared_by_the_cases(tmp_path):

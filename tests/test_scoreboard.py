@@ -287,3 +287,12 @@ def test_malformed_records_are_left_out_with_a_warning(repo):
     with pytest.warns(records.MalformedRecordWarning, match="left out 2 malformed"):
         [table] = build(repo)
     assert table.rows[1].means[(4, 1, 1024)] == 10000.0
+
+
+def test_results_elsewhere_never_rewrite_the_repositorys_page(results_dir):
+    """With $HARNESS_RESULTS pointing away from results/, the page goes beside those results."""
+    before = paths.SCOREBOARD_PAGE.read_bytes()
+    ledger.append(record("200_aiter.py", status="skip", reason="needs aiter"))
+    summary = board.regenerate(allow_empty=True)
+    assert summary.output == results_dir / "scoreboard.md" and summary.output.exists()
+    assert paths.SCOREBOARD_PAGE.read_bytes() == before

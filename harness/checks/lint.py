@@ -178,3 +178,14 @@ def _pasted_api_name(macro: str, line: str) -> bool:
         if _API_NAME.search(glued):
             return True
     return False
+
+
+def server_rejections(path) -> list:
+    """The blocking findings as verdict lines: what the official server or its KernelGuard would refuse the file
+    for (every command that runs a submission attaches them)."""
+    try:
+        findings = lint_file(path)
+    except OSError:
+        return []
+    return [f"{'the runner would fail it' if f.rule.startswith('AITER_') else 'the server would reject it'}: "
+            f"line {f.line}: {f.rule} {f.message}" for f in findings if f.blocking]

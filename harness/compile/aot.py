@@ -20,17 +20,22 @@ representative launches in a module-level list named AOT_SPECS (the convention t
             "constexprs": {"BLOCK_N": 32, "DOT_DTYPE": tl.bfloat16},  # every tl.constexpr argument
             "num_warps": 8,                              # optional (default 4)
             "num_stages": 2,                             # optional (backend default)
+            "targets": ["gfx950"],                       # optional: the targets this variant is built for
         },
     ]
 
 Type strings are Triton's: "*bf16", "*fp16", "*fp32", "*u8", "*i32", "*fp8e4nv", "i32", "i64", "fp32".
-A kernel with no entry is reported as skipped, so every kernel of the file shows up in the report.
+A kernel with no entry is reported as skipped, so every kernel of the file shows up in the report; so is a
+variant whose "targets" leave the target out. Importing a submission runs its code: the harness's commands do
+it only inside the submission's sandboxed worker (harness/run/compiling.py), never in the parent.
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -189,8 +194,46 @@ def _nvidia_report(report: KernelReport, compiled) -> None:
         report.occupancy = f"~{ctas} CTA/SM ({ctas * threads // 32} warps)"
 
 
+def report_from_dict(raw: dict) -> KernelReport:
+    """A KernelReport back from the JSON the worker sent (dataclasses.asdict of one)."""
+    raw = dict(raw, matrix_instructions=tuple(raw.get("matrix_instructions") or ()))
+    if raw.get("loop"):
+        loop = dict(raw["loop"])
+        loop["loads"] = {int(width): count for width, count in loop["loads"].items()}
+        raw["loop"] = loops.LoopFigures(**loop)
+    return KernelReport(**raw)
+
+
+@contextlib.contextmanager
+def compiler_errors():
+    """The error lines LLVM writes straight to fd 2 while Triton compiles (it raises for none of them)."""
+    found: list[str] = []
+    with tempfile.TemporaryFile() as caught:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield found
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            text = caught.read().decode("utf-8", "replace")
+            found += [line.strip() for line in text.splitlines() if "error" in line.lower()]
+
+
+def _wrong_target(spec: dict, target: str) -> str:
+    """Why an AOT_SPECS entry is not for `target` ('' when it is): its optional "targets" list leaves it out."""
+    wanted = spec.get("targets")
+    if wanted and target not in wanted:
+        return f"AOT_SPECS builds this variant for {', '.join(wanted)} only"
+    return ""
+
+
 def compile_kernel(kernel, spec: dict, target: str) -> KernelReport:
-    """Compile one kernel for one AOT_SPECS entry; failures come back in report.error."""
+    """Compile one kernel for one AOT_SPECS entry; failures come back in report.error, compiler error lines
+    included (a variant that cannot be built for this target never reads as compiled)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -208,13 +251,17 @@ def compile_kernel(kernel, spec: dict, target: str) -> KernelReport:
     if "num_stages" in spec:
         options["num_stages"] = spec["num_stages"]
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), compiler_errors() as errors:
             warnings.simplefilter("ignore")  # Triton's notices about its own future defaults are noise here
             compiled = triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=gpu_target,
                                       options=backend.parse_options(options).__dict__)
     except Exception as error:  # a compile error in the user's kernel is a result, not a crash
         first = str(error).strip().splitlines()
         report.error = f"{type(error).__name__}: {first[-1] if first else ''}"[:300]
+        return report
+    if errors:
+        more = f" ({len(errors)} compiler error lines)" if len(errors) > 1 else ""
+        report.error = f"cannot be built for {target}: {errors[0][:200]}{more}"
         return report
     report.shared_bytes = getattr(compiled.metadata, "shared", None)
     if TARGETS[target][0] == "hip":
@@ -225,10 +272,25 @@ def compile_kernel(kernel, spec: dict, target: str) -> KernelReport:
 
 
 def compile_submission(path: str | Path, target: str) -> list[KernelReport]:
-    """Compile every @triton.jit kernel of a submission for target ('gfx950', 'gfx942' or 'sm90')."""
+    """Compile every @triton.jit kernel of a trusted file in this process (tests; the harness's commands import a
+    submission only in its worker: harness/run/compiling.py)."""
+    return compile_module(load_module(path), target)
+
+
+def preferred_spec(specs: list, kernel: str, target: str) -> dict | None:
+    """The AOT_SPECS entry that describes `kernel`'s launch on `target`: the first labelled with the target's
+    name, else the first (the kernel model compiles only that one)."""
+    own = [spec for spec in specs if spec.get("kernel") == kernel]
+    labelled = [spec for spec in own if target in str(spec.get("label", "")).lower()]
+    return (labelled or own or [None])[0]
+
+
+def compile_module(module, target: str, only: list | None = None, preferred: bool = False) -> list[KernelReport]:
+    """Compile every @triton.jit kernel of an imported submission for target ('gfx950', 'gfx942' or 'sm90');
+    `only`: just the kernels of these names; `preferred`: only each kernel's preferred_spec."""
     if target not in TARGETS:
         raise AotError(f"unknown target {target!r}: use one of {', '.join(TARGETS)}")
-    module = load_module(path)
+    path = Path(getattr(module, "__file__", "") or "submission.py")
     kernels = find_kernels(module)
     specs = getattr(module, "AOT_SPECS", [])
     if not isinstance(specs, (list, tuple)) or not all(isinstance(s, dict) for s in specs):
@@ -239,9 +301,15 @@ def compile_submission(path: str | Path, target: str) -> list[KernelReport]:
                            f"function of {Path(path).name}")
     reports = []
     for name, kernel in kernels.items():
+        if only is not None and name not in only:
+            continue
         own = [s for s in specs if s["kernel"] == name]
+        if preferred and own:
+            own = [preferred_spec(own, name, target)]
         for spec in own:
-            reports.append(compile_kernel(kernel, spec, target))
+            skipped = _wrong_target(spec, target)
+            reports.append(KernelReport(kernel=name, label=spec.get("label", ""), target=target, skipped=True,
+                                        error=skipped) if skipped else compile_kernel(kernel, spec, target))
         if not own and _is_launchable(kernel):
             reports.append(KernelReport(kernel=name, label="", target=target, skipped=True,
                                         error="no AOT_SPECS entry: argument types unknown"))

@@ -8,7 +8,6 @@ no loop gets no compile; `why_not` says why, and the launch keeps its byte price
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from harness.compile import aot
 from harness.estimate.kernel_model import CompiledKernel, Costs, load_costs
@@ -18,28 +17,21 @@ TARGET = "gfx950"
 
 def choose_spec(specs: list, kernel: str) -> dict | None:
     """The AOT_SPECS entry the model compiles for `kernel`: the first labelled gfx950, else the first."""
-    own = [spec for spec in specs if spec.get("kernel") == kernel]
-    labelled = [spec for spec in own if TARGET in str(spec.get("label", "")).lower()]
-    return (labelled or own or [None])[0]
+    return aot.preferred_spec(specs, kernel, TARGET)
 
 
 class Gfx950Kernels:
-    """Compiles a submission's recorded kernels for gfx950 as they are asked for, each once."""
+    """Compiles a submission's recorded kernels for gfx950 as they are asked for, each once.
 
-    def __init__(self, path: str | Path, costs: Costs | None = None):
-        self.path = Path(path)
+    `compile_reports(name)` gives the aot.KernelReport of `name`'s preferred spec (an empty list when the file has
+    no such @triton.jit kernel) or raises CompileError; the estimate runs it in the submission's sandboxed worker
+    (harness/run/compiling.py), since importing the file runs its code."""
+
+    def __init__(self, compile_reports, costs: Costs | None = None):
+        self.compile_reports = compile_reports
         self.costs = costs or load_costs()
-        self._module = None
-        self._import_error = ""
         self._found: dict[str, CompiledKernel | None] = {}
         self._why: dict[str, str] = {}
-
-    def _load(self) -> None:
-        if self._module is None and not self._import_error:
-            try:
-                self._module = aot.load_module(self.path)
-            except aot.AotError as error:
-                self._import_error = f"the file cannot be imported for a gfx950 compile: {error}"
 
     def get(self, name: str) -> CompiledKernel | None:
         """The gfx950 compile of kernel `name`, or None (why_not says why)."""
@@ -51,18 +43,16 @@ class Gfx950Kernels:
         return self._why.get(name, "")
 
     def _compile(self, name: str) -> CompiledKernel | None:
-        self._load()
-        if self._import_error:
-            self._why[name] = self._import_error
+        try:
+            reports = self.compile_reports(name)
+        except ValueError as error:  # CompileError: the import or the AOT_SPECS
+            self._why[name] = f"the file cannot be imported for a gfx950 compile: {error}"
             return None
-        kernel = aot.find_kernels(self._module).get(name)
-        specs = getattr(self._module, "AOT_SPECS", [])
-        spec = choose_spec(specs if isinstance(specs, (list, tuple)) else [], name)
-        if kernel is None or spec is None:
+        report = reports[0] if reports else None
+        if report is None or report.skipped:
             self._why[name] = f"no gfx950 compile: {name} has no AOT_SPECS entry" + (
-                "" if kernel is not None else " and is not a @triton.jit kernel of the file (a Gluon kernel?)")
+                "" if report is not None else " and is not a @triton.jit kernel of the file (a Gluon kernel?)")
             return None
-        report = aot.compile_kernel(kernel, spec, TARGET)
         if report.error:
             self._why[name] = f"its gfx950 compile ('{report.label}') failed: {report.error}"
             return None

@@ -19,8 +19,10 @@ from harness.estimate.model import Model, ShapeEstimate, estimate_shape
 from harness.platform import Platform, interprets_triton
 from harness.results import ledger, records
 from harness.results.figures import geomean
-from harness.run import cases, protocol
+from harness.checks import lint
+from harness.run import cases, compiling, session
 from harness.run.worker import Worker
+from harness.sandbox import guard
 from harness.submission import Submission
 
 TARGETS = ("mi355x",)
@@ -116,36 +118,49 @@ def _record_shape(worker: Worker, spec: dict, lengths: list, device: str) -> tup
 
 
 def run(submission: Submission, platform: Platform, target: str = "mi355x", *, budget: int | None = None,
-        specs: list | None = None, progress=None) -> EstimateRun:
-    started = protocol.now_iso()
+        specs: list | None = None, progress=None,
+        protection: guard.Protection | None = None) -> EstimateRun:
+    """Record and price every shape, the submission's workers (its recording and its gfx950 compiles) under
+    `protection`, as `harness run` gives it; what it changed on disk or left running fails the estimate."""
+    started = records.now_iso()
     budget = budget or row_budget()
     model, _ = fit.calibrated_model()
     specs = specs or cases.official("benchmark")
-    warnings = protocol.server_rejections(submission)
+    warnings = lint.server_rejections(submission.path)
     refusal = _refusal_before_running(submission)
     shapes = [ShapeRun(spec=dict(spec)) for spec in specs]
     status = "skip" if refusal else "pass"
     if not refusal:
-        interpret = interprets_triton(submission, platform)
-        log = protocol.log_file_for(submission, "estimate")
-        kernels = Gfx950Kernels(submission.path)  # compiled on first use, once per kernel for the whole run
-        with Worker(submission.path, platform.torch_device, log, triton_interpreter=interpret) as worker:
-            for index, shape in enumerate(shapes):
-                batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
-                if progress:
-                    progress(index, len(shapes), f"{batch}×{kv}")
-                lengths = recording_lengths(batch, kv, platform.is_gpu, budget)
-                recorded, failure = _record_shape(worker, shape.spec, lengths, platform.torch_device)
-                if failure:
-                    refusal, status = f"{batch}×{kv}: {failure}", "fail"
-                    break
-                one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
-                                                     lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
-                shape.recorded_kv = lengths
-                shape.estimate = estimate_shape((batch, kv), launch_lists.from_recording(one), model, kernels)
+        protection = protection or guard.choose("auto")
+        with session.guarded(submission, platform, protection) as held:
+            refusal, status = _record_shapes(held, shapes, model, budget, progress)
+        if held.problems:
+            refusal, status = held.problems[0], "fail"
+            warnings += held.problems[1:]
         warnings += _kernel_model_warnings(shapes, platform)
     return EstimateRun(submission=submission, platform=platform, target=target, model=model, shapes=shapes,
-                       refusal=refusal, status=status, warnings=warnings, started=started, finished=protocol.now_iso())
+                       refusal=refusal, status=status, warnings=warnings, started=started, finished=records.now_iso())
+
+
+def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: int, progress) -> tuple:
+    """Each shape recorded in one worker and priced; ("", "pass") or (why, "fail") at the first that fails."""
+    platform = held.platform
+    # Compiled on first use in a worker of their own (no interpreter), once per kernel for the whole run.
+    kernels = Gfx950Kernels(lambda name: compiling.triton_reports(held, "gfx950", [name], preferred=True))
+    with held.start_worker("estimate", interprets_triton(held.submission, platform)) as worker:
+        for index, shape in enumerate(shapes):
+            batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
+            if progress:
+                progress(index, len(shapes), f"{batch}×{kv}")
+            lengths = recording_lengths(batch, kv, platform.is_gpu, budget)
+            recorded, failure = _record_shape(worker, shape.spec, lengths, platform.torch_device)
+            if failure:
+                return f"{batch}×{kv}: {failure}", "fail"
+            one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
+                                                 lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
+            shape.recorded_kv = lengths
+            shape.estimate = estimate_shape((batch, kv), launch_lists.from_recording(one), model, kernels)
+    return "", "pass"
 
 
 def _shape_payload(shape: ShapeRun) -> dict:

@@ -14,6 +14,8 @@ from harness.compile import compiled
 from harness.checks.directives import header_leaderboard
 from harness.checks.lint import lint_file
 from harness.platform import can_run, detect
+from harness.run import compiling
+from harness.sandbox import guard
 
 GATE_RUN_TIMEOUT_S = 1800
 
@@ -74,16 +76,19 @@ def _local_run_check(path: Path) -> GateCheck:
                      + _tail(done.stdout + "\n" + done.stderr))
 
 
-def _compile_check(path: Path) -> GateCheck:
-    """Its kernels compiled for gfx950 (Triton and HIP alike), where this machine cannot run the file."""
+def _compile_check(submission) -> GateCheck:
+    """Its kernels compiled for gfx950 (Triton and HIP alike), where this machine cannot run the file; its import
+    happens in its sandboxed worker, as in `harness compile`."""
+    path = submission.path
     try:
-        outcome = compiled.compile_submission(path, "gfx950")
+        outcome = compiling.compile_guarded(submission, "gfx950", detect("auto"), guard.choose("auto"))
     except compiled.ToolchainMissing as missing:
         return GateCheck("gfx950 compile", None, [f"not compiled: {missing}"])
     except Exception as error:  # noqa: BLE001 - any compiler failure is the gate's verdict, in one line
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return GateCheck("gfx950 compile", False, [f"its kernels do not compile for gfx950: {first}"])
     details = [outcome.syntax_error_line(path.name)] if outcome.syntax_error else []
+    details += outcome.problems
     if outcome.hip is not None:
         details.append(f"HIP: {outcome.hip.verdict}: {outcome.hip.summary} (compiled with upstream LLVM 22, not run)")
         details += [f.format(path.name) for f in outcome.hip.findings]
@@ -91,7 +96,9 @@ def _compile_check(path: Path) -> GateCheck:
         broken = [r for r in outcome.triton if r.error and not r.skipped]
         details.append(f"Triton: {len(outcome.triton) - len(broken)} of {len(outcome.triton)} kernel variant(s) "
                        "compiled for gfx950" + (f"; {broken[0].kernel}: {broken[0].error}" if broken else ""))
-    return GateCheck("gfx950 compile", not outcome.failed, details or ["no kernels to compile"])
+    if outcome.nothing_compiled and not outcome.failed:
+        return GateCheck("gfx950 compile", None, details + [compiled.NOTHING_TO_COMPILE])
+    return GateCheck("gfx950 compile", not outcome.failed, details)
 
 
 def run_gate(submission, text: str, leaderboard: str) -> GateVerdict:
@@ -103,7 +110,7 @@ def run_gate(submission, text: str, leaderboard: str) -> GateVerdict:
     elif runnable:
         checks.append(_local_run_check(submission.path))
     elif {"triton", "hip"} & (submission.requirements | submission.optional):
-        checks.append(_compile_check(submission.path))
+        checks.append(_compile_check(submission))
         checks.append(GateCheck("local test run", None, [f"not run here: {why_not}"]))
     else:
         checks.append(GateCheck("local test run", None, [f"not run here: {why_not}; static checks only"]))

@@ -263,7 +263,22 @@ def notes(comparison: Comparison) -> list[str]:
             lines.append(f"{side}'s run ended '{record['status']}': {record['reason']}".rstrip(": "))
     if c.device.endswith("(remote)"):
         lines.append("remote times are rounded as popcorn prints them: speedups are approximate")
+    for side, record in (("A", c.a_record), ("B", c.b_record)):
+        if changed_since(record):
+            lines.append(f"{side}'s file {record['submission']['path']} changed since it was timed (its sha256 "
+                         "differs): these times are of the older version")
     return lines
+
+
+def changed_since(record: dict, root: Path = REPO_ROOT) -> bool:
+    """The record's file is still there with other bytes than were run (a gone file says nothing)."""
+    sub = record["submission"]
+    path = Path(sub["path"])
+    try:
+        data = (path if path.is_absolute() else Path(root) / path).read_bytes()
+    except OSError:
+        return False
+    return bool(sub["sha256"]) and hashlib.sha256(data).hexdigest() != sub["sha256"]
 
 
 def source_diff(comparison: Comparison, root: Path = REPO_ROOT) -> tuple[str, list[str]]:
@@ -277,7 +292,7 @@ def source_diff(comparison: Comparison, root: Path = REPO_ROOT) -> tuple[str, li
             data = file.read_bytes()
         except OSError:
             raise NothingComparable(f"cannot read {path} for --source: the file is gone or unreadable") from None
-        if sub["sha256"] and hashlib.sha256(data).hexdigest() != sub["sha256"]:
+        if changed_since(record, root):
             warnings.append(f"{path} changed since it was timed: the diff shows today's file")
         texts.append((str(path), data))
     return _unified(*texts), warnings

@@ -8,14 +8,18 @@ record once and fills what older records lack, so views read fields directly.
 from __future__ import annotations
 
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypedDict
 
 from harness.results import ledger
 from harness.paths import REPO_ROOT, in_repository
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SOURCES = ("local", "remote")
+# A run's verdicts that fail it: a wrong answer, a crash, a spent time limit, a file the server would refuse.
+FAILED = ("fail", "error", "timeout", "rejected")
+REJECTED_PREFIX = "passes here, but the server would reject it"
 
 
 class SubmissionInfo(TypedDict):
@@ -44,7 +48,7 @@ class Stats(TypedDict):
 
 class CaseRecord(TypedDict):
     spec: dict           # {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}, as written in task.yml
-    status: str          # "pass" | "fail" | "error" | "timeout" | "skip"
+    status: str          # "pass" | "fail" | "error" | "timeout" | "skip" | "not run" (the run's limit was spent)
     message: str
     stats: Stats | None  # timed modes only
     notes: dict          # the submission's LAST_RUN_INFO (local), printed values (remote)
@@ -61,7 +65,7 @@ class Record(TypedDict):
     flush: str           # "fast" | "official" | "none"
     device: Device
     versions: dict       # torch, triton, aiter, python, harness (remote: popcorn)
-    status: str          # "pass" | "fail" | "skip" | "error"
+    status: str          # "pass" | "rejected" (passes, the server would refuse it) | "fail" | "error" | "timeout" | "skip"
     reason: str          # one line
     results: list[CaseRecord]
     warnings: list[str]
@@ -73,6 +77,11 @@ class Record(TypedDict):
     git: dict | None     # {"commit": "<sha>", "dirty": bool} of the checkout that ran it; None outside git
     estimate: dict | None  # mode "estimate" only: the MI355X model's figures (harness/estimate/runner.py), never stats
     protection: str | None  # "sandbox (bwrap)" | "fallback: file checks" | "off" (harness/sandbox/guard.py); None: older
+
+
+def now_iso() -> str:
+    """A record's timestamps: ISO 8601 in UTC, to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def submission_info(submission) -> SubmissionInfo:
@@ -111,6 +120,44 @@ def _requirements_from_file(path: str, root: Path) -> list:
         return []
 
 
+# ---------------------------------------------------------------- upgrading older records, one version at a time
+
+def _upgrade_1_to_2(raw: dict) -> dict:
+    """Version 1 called cases a spent limit left unrun "skip" (and a run of them a pass), a run whose case hit the
+    limit "error", and a file the server would refuse a plain "pass"; version 2 says "not run", "timeout" and
+    "rejected"."""
+    raw = dict(raw, schema=2)
+    cases = [dict(case) for case in raw.get("results") or []]
+    for case in cases:
+        if case.get("status") == "skip" and str(case.get("message") or "").startswith("not run:"):
+            case["status"] = "not run"
+    raw["results"] = cases
+    statuses = [case.get("status") for case in cases]
+    if raw.get("mode") in ("compile", "estimate") or raw.get("source") == "remote":
+        return raw
+    if raw.get("status") in ("pass", "error") and "fail" not in statuses and (
+            "timeout" in statuses or "not run" in statuses) and not (
+            raw.get("status") == "error" and "error" in statuses):
+        index = next(i for i, status in enumerate(statuses) if status in ("timeout", "not run"))
+        raw["status"] = "timeout"
+        raw["reason"] = f"case {index + 1}: {cases[index].get('message') or 'timed out'}"
+    elif raw.get("status") == "pass" and str(raw.get("reason") or "").startswith(REJECTED_PREFIX):
+        raw["status"] = "rejected"
+    return raw
+
+
+UPGRADES = {1: _upgrade_1_to_2}  # version -> the function that lifts a record of it one version up
+
+
+def upgraded(raw: dict) -> dict:
+    """The record as the current schema has it (older versions lifted one step at a time)."""
+    version = int(raw.get("schema", 1))
+    while version < SCHEMA_VERSION:
+        raw = UPGRADES[version](raw)
+        version += 1
+    return raw
+
+
 def _checked_case(raw: dict) -> CaseRecord:
     stats = raw.get("stats")
     if stats is not None:
@@ -126,6 +173,7 @@ def _checked_case(raw: dict) -> CaseRecord:
 
 def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None = None) -> Record:
     """The record with every field present and typed; ValueError (or KeyError/TypeError) when it cannot be."""
+    raw = upgraded(raw)
     sub = dict(raw["submission"])
     path = str(sub.get("path") or "")
     requirements, optional = sub.get("requirements"), sub.get("optional")

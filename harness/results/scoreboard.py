@@ -349,7 +349,7 @@ def where_verified(everything: list[dict]) -> dict:
         if column is None or record["mode"] == "profile":
             continue
         where = "" if column not in ("GPU here", "aiter stand-in") else f" {record['device']['name']}"
-        mark = "✓" if record["status"] == "pass" else "✗"
+        mark = {"pass": "✓", "rejected": "✗ the server would reject it,"}.get(record["status"], "✗")
         found.setdefault(label(record), {})[column] = f"{mark}{where} ({record['finished'][:10]})"
     return found
 
@@ -417,7 +417,7 @@ def regenerate(*, ledger_file=None, output=None, chart=None, baseline: int | Non
     source = paths.ledger_file(ledger_file)
     everything = records.load(source, root)
     tables = build_tables(everything, baseline=baseline, include_interpreter=include_interpreter)
-    output = Path(output or paths.SCOREBOARD_PAGE)
+    output = Path(output or paths.scoreboard_page())
     if not tables and output.exists() and not allow_empty:  # a wrong ledger must not wipe the standings
         raise EmptyScoreboard(f"{paths.shown(source, root)} gives no table ({len(everything)} records): "
                               f"{paths.shown(output, root)} is kept; pass --allow-empty to replace it anyway")

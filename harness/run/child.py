@@ -8,7 +8,7 @@ top to bottom:
   3. `child_main`: limits, the `import submission` finder, and the request loop over a private pipe.
 The parent side (harness/run/worker.py) sends requests and enforces time limits; this process never
 writes the ledger. Messages are JSON lines:
-  request {"op": "test" | "benchmark" | "profile" | "estimate", "args": {...}, "nonce": "<hex>"}
+  request {"op": "test" | "benchmark" | "profile" | "estimate" | "compile", "args": {...}, "nonce": "<hex>"}
   reply   {"ok": true, "result": {...}, "standin": "aiter" | null, "nonce": ...} or
           {"ok": false, "status": "error", "message": "...", "import_failed": bool, "nonce": ...}
 A child announces itself with {"ready": true} once torch and reference.py are imported.
@@ -157,8 +157,8 @@ def clone_data(data):
 # 2. The operations (eval.py's _run_single_*)
 # ---------------------------------------------------------------------------------------------
 
-def _custom_kernel():
-    """The submission's entry point, imported on first use (as eval.py does) and checked for tampering."""
+def _imported_submission():
+    """The submission module, imported on first use (as eval.py does) and checked for tampering."""
     _trusted_object("time.perf_counter_ns")  # take the originals before the submission can touch them
     already_imported = "submission" in sys.modules
     try:
@@ -171,7 +171,12 @@ def _custom_kernel():
             verify_untampered()
         except TamperError as exc:
             raise SubmissionImportError(f"{exc} (at import)") from None
-    custom_kernel = getattr(submission, "custom_kernel", None)
+    return submission
+
+
+def _custom_kernel():
+    """The submission's entry point."""
+    custom_kernel = getattr(_imported_submission(), "custom_kernel", None)
     if not callable(custom_kernel):
         raise SubmissionImportError("the submission defines no custom_kernel(data)")
     return custom_kernel
@@ -280,7 +285,21 @@ def _run_single_estimate(args: dict, device: str) -> dict:
     return {"good": True, "message": message, "recording": recorded(), "notes": _submission_notes()}
 
 
+def _run_single_compile(target: str, kernels: list | None = None, preferred: bool = False) -> dict:
+    """`harness compile`, the gate, the estimate's kernel model: the file's Triton kernels compiled ahead of time
+    for `target` here, where importing the file can do no harm (harness/compile/aot.py)."""
+    from harness.compile import aot
+
+    module = _imported_submission()
+    try:
+        reports = aot.compile_module(module, target, only=kernels, preferred=preferred)
+    except aot.AotError as error:
+        return {"error": str(error), "reports": []}
+    return {"error": None, "reports": [dataclasses.asdict(report) for report in reports]}
+
+
 OPERATIONS = {
+    "compile": _run_single_compile,
     "test": _run_single_test,
     "benchmark": _run_single_benchmark,
     "profile": _run_single_profile,

@@ -7,6 +7,7 @@ Read it top to bottom like eval.py:
      inside the worker is harness/run/child.py's `_run_single_*`;
   3. evaluate: one submission, one mode, all cases -> a RunResult; record() turns it into a ledger record.
 """
+import ast
 import dataclasses
 import datetime
 import os
@@ -67,7 +68,7 @@ class Case:
 @dataclasses.dataclass
 class CaseResult:
     spec: dict
-    status: str  # "pass" | "fail" | "error" | "timeout" | "skip"
+    status: str  # "pass" | "fail" | "error" | "timeout" | "skip" | "not run"
     message: str = ""
     stats: timing.Stats | None = None
     notes: dict = dataclasses.field(default_factory=dict)
@@ -88,7 +89,7 @@ class RunResult:
     cases: str  # "official" | "small" | the cases file
     flush: str
     platform: Platform
-    status: str  # "pass" | "fail" | "skip" | "error"
+    status: str  # "pass" | "rejected" | "fail" | "error" | "timeout" | "skip"
     reason: str
     results: list
     warnings: list
@@ -100,7 +101,7 @@ class RunResult:
 
     @property
     def failed(self) -> bool:
-        return self.status in ("fail", "error")
+        return self.status in records.FAILED
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,7 +173,7 @@ def _failed_case(case: Case, reply: dict) -> CaseResult:
 
 
 def _not_run(cases: list, reason: str) -> list:
-    return [CaseResult(spec=case.spec, status="skip", message=reason) for case in cases]
+    return [CaseResult(spec=case.spec, status="not run", message=reason) for case in cases]
 
 
 def _call(worker: Worker, limit: TimeLimit, op: str, **args) -> dict:
@@ -275,17 +276,14 @@ def run_profile(worker: Worker, cases: list, limit: TimeLimit, progress=_no_prog
 # 3. One submission, one mode
 # ---------------------------------------------------------------------------------------------
 
-def now_iso() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
 def _is_warning(line: str) -> bool:
     return line.lstrip().lower().startswith("warning")
 
 
 def summarize(results: list) -> tuple:
-    """(status, reason) of a whole run from its cases: a wrong answer is "fail", a crash or timeout "error"."""
-    for wanted, status in (("fail", "fail"), ("error", "error"), ("timeout", "error")):
+    """(status, reason) of a whole run from its cases: a wrong answer is "fail", a crash "error", a case
+    still running at the limit or a case the spent limit left unrun "timeout"."""
+    for wanted, status in (("fail", "fail"), ("error", "error"), ("timeout", "timeout"), ("not run", "timeout")):
         for index, result in enumerate(results):
             if result.status == wanted:
                 lines = result.message.splitlines() or [""]
@@ -306,7 +304,7 @@ def case_warnings(results: list) -> list:
     return list(dict.fromkeys(found))
 
 
-def stress_warnings(results: list, official: list) -> list:
+def stress_warnings(results: list, official: list, cases_name: str = "official") -> list:
     """One line per stress case that failed, or whose error is far above the official cases' (in reference-noise
     multiples); the 5% rule is left to the official cases (an a16w16 kernel meets it often on sharp attention)."""
     usual = max([(r.accuracy or {}).get("noise_multiple") or 0.0 for r in official] + [1.0])
@@ -315,22 +313,23 @@ def stress_warnings(results: list, official: list) -> list:
         name = f"stress case {result.spec.get('stress')} {result.spec['batchsize']}x{result.spec['kvseqlen']}"
         multiple = (result.accuracy or {}).get("noise_multiple")
         if result.status != "pass":
-            found.append(f"{name} {result.status}s (the official cases pass): "
+            found.append(f"{name} {result.status}s (the {cases_name} cases pass): "
                          + (result.message.strip().splitlines() or [""])[0])
         elif multiple is not None and multiple > STRESS_ERROR_FACTOR * usual:
             found.append(f"{name}: error {multiple:.1f} x the reference's noise, against at most {usual:.1f} x on "
-                         "the official cases (a shortcut that randn data hides?)")
+                         f"the {cases_name} cases (a shortcut that randn data hides?)")
     return found
 
 
-def server_rejections(submission: Submission) -> list:
-    """Lint's blocking findings: what the official server or its KernelGuard would refuse this file for."""
+def syntax_error(submission: Submission) -> str:
+    """'SyntaxError: ... (submission line 9)' when the file does not parse, as the worker would say; else ''."""
     try:
-        findings = lint.lint_file(submission.path)
-    except OSError:
-        return []
-    return [f"{'the runner would fail it' if f.rule.startswith('AITER_') else 'the server would reject it'}: "
-            f"line {f.line}: {f.rule} {f.message}" for f in findings if f.blocking]
+        ast.parse(submission.path.read_bytes(), filename=str(submission.path))
+    except SyntaxError as error:
+        return f"SyntaxError: {error.msg} (submission line {error.lineno})"
+    except (OSError, ValueError):
+        return ""
+    return ""
 
 
 def log_file_for(submission: Submission, mode: str, log_dir: Path | None = None) -> Path:
@@ -353,14 +352,20 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if not specs:
         raise ValueError("no cases to run")
-    started = now_iso()
+    started = records.now_iso()
     flush = flush if platform.is_gpu else "none"
-    rejections = server_rejections(submission)  # attached to every run, so the table and the ledger show them
+    rejections = lint.server_rejections(submission.path)  # attached to every run, so the table and the ledger show them
     runnable, note = can_run(submission, platform)
     if not runnable:
         results = [CaseResult(spec=dict(spec), status="skip", message=note) for spec in specs]
         return RunResult(submission, mode, cases_name, flush, platform, "skip", note, results, rejections,
-                         started, now_iso())
+                         started, records.now_iso())
+    unparsed = syntax_error(submission)
+    if unparsed:  # no worker needed to know every case would fail the same way
+        results = [CaseResult(spec=dict(spec), status="error", message=unparsed) for spec in specs]
+        return RunResult(submission, mode, cases_name, flush, platform, "error",
+                         f"case 1 ({spec_line(specs[0])}): {unparsed}", results, rejections, started,
+                         records.now_iso())
 
     warnings = ([note] if note else []) + rejections + invalid_limits()
     if secret is not None:
@@ -388,12 +393,12 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         standin = worker.standin
     if standin and not any(AITER_STANDIN_MARK in warning for warning in warnings):
         warnings.insert(0, AITER_STANDIN)  # served although the file's text did not show it needs aiter
-    warnings.extend(case_warnings(results) + stress_warnings(stressed, results))
+    warnings.extend(case_warnings(results) + stress_warnings(stressed, results, cases_name))
     status, reason = summarize(results)
-    if status == "pass" and rejections:
-        reason = f"passes here, but the server would reject it: {rejections[0].split(': ', 1)[1]}"
+    if status == "pass" and rejections:  # never a plain pass: a ranked run of it would be refused
+        status, reason = "rejected", f"{records.REJECTED_PREFIX}: {rejections[0].split(': ', 1)[1]}"
     return RunResult(submission, mode, cases_name, flush, platform, status, reason, results, warnings,
-                     started, now_iso(), log_path, interpreter=interpret, standin=standin)
+                     started, records.now_iso(), log_path, interpreter=interpret, standin=standin)
 
 
 def geomean_ns(run: RunResult) -> float | None:

@@ -5,6 +5,7 @@ on a CPU), whether the requested flush can work here, the secret seed, the time 
 results folder can be written; then per submission protocol.evaluate and its record appended to the
 ledger (with the git commit that ran it); last, the exit code.
 """
+import contextlib
 import dataclasses
 import subprocess
 import tempfile
@@ -14,6 +15,7 @@ from harness.run import cases
 from harness.results import ledger
 from harness.run import protocol
 from harness.run import timing
+from harness.run.worker import Worker
 from harness.sandbox import guard
 from harness import platform as platforms
 from harness.submission import Submission
@@ -41,12 +43,18 @@ class Settings:
     protection: guard.Protection = guard.Protection("off", "")  # what keeps the child from changing files on disk
 
 
+# What the harness itself rewrites in a checkout: its own writes never make the checkout dirty.
+HARNESS_WRITES = ("results/ledger.jsonl", "scoreboard.md", "results/scoreboard.png")
+
+
 def git_checkout(root=paths.REPO_ROOT) -> dict | None:
-    """The commit of the checkout and whether it has uncommitted changes; None when it is not a git checkout."""
+    """The commit of the checkout and whether it has uncommitted changes (the harness's own ledger and scoreboard
+    left out); None when it is not a git checkout."""
+    ignored = [f":(exclude){name}" for name in HARNESS_WRITES]
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20)
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                capture_output=True, text=True, timeout=20)
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *ignored],
+                                cwd=root, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
     if commit.returncode != 0 or status.returncode != 0:
@@ -63,6 +71,42 @@ def check_results_writable() -> None:
                 pass
         except OSError as error:
             raise ResultsError(f"cannot write results to {paths.shown(folder)}: {error.strerror or error}") from None
+    target = paths.ledger_file()
+    if target.exists() and not target.is_file():
+        raise ResultsError(f"cannot write results to {paths.shown(target)}: it is not a file")
+
+
+@dataclasses.dataclass
+class Guarded:
+    """One submission's workers under a command's protection; `problems` is filled when the block ends."""
+    submission: Submission
+    platform: platforms.Platform
+    jail: guard.Jail | None
+    problems: list = dataclasses.field(default_factory=list)
+
+    def start_worker(self, purpose: str, interpret: bool = False) -> Worker:
+        """A worker for this submission in the jail, logging to its own file (used in a `with`)."""
+        log = protocol.log_file_for(self.submission, purpose)
+        return Worker(self.submission.path, self.platform.torch_device, log, triton_interpreter=interpret,
+                      jail=self.jail)
+
+
+@contextlib.contextmanager
+def guarded(submission: Submission, platform: platforms.Platform, protection: guard.Protection):
+    """The one protection every command gives a submission it imports or runs (run, estimate, compile, the
+    gate): its workers start in the jail, and afterwards what it changed on disk or left running is found."""
+    with guard.Watch(protection) as watch:
+        held = Guarded(submission, platform, watch.jail)
+        yield held
+        held.problems = watch.problems()
+
+
+def prepare(device: str = "auto", protection: str = "auto") -> tuple:
+    """(this machine, the protection) for a command that runs a submission outside `run`: refuses up front when
+    the results folder cannot be written (ResultsError) or the protection cannot work (ProtectionError)."""
+    here = platforms.detect(device)
+    check_results_writable()
+    return here, guard.choose(protection)
 
 
 def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout_s: float | None,
@@ -77,8 +121,10 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
             notices.append("No GPU here: using the small CPU cases (--cases official forces the official shapes).")
     specs = cases.load(cases_arg, mode, gpu=here.is_gpu)
     stress_specs = cases.stress(specs) if defaulted and mode == "test" else []  # the default cases, structured
-    if not here.is_gpu and flush == "official" and mode in TIMED_MODES:
-        notices.append("On the CPU there is no cache flush: --flush official is ignored.")
+    if not here.is_gpu and mode in TIMED_MODES:
+        notices.append(f"On the CPU there is no cache flush: --flush {flush} is taken as none, and CPU times swing "
+                       "with the machine's load (up to 16x measured on a shared 2-core machine): compare them only "
+                       "within one run.")
     if here.is_gpu and flush == "official" and mode in TIMED_MODES and not timing.official_flush_fits():
         raise platforms.PlatformError("--flush official allocates 64 GiB per call, more than this GPU holds; "
                                       "use --flush fast")
@@ -104,13 +150,13 @@ def evaluate_and_record(submission: Submission, settings: Settings, progress=pro
                         on_case=protocol._no_case_report) -> Outcome:
     """protocol.evaluate for one submission under the run's protection, then its record appended to the ledger (or
     why it could not be). A file changed on disk or a process left running fails the run (harness/sandbox/guard.py)."""
-    with guard.Watch(settings.protection) as watch:
+    with guarded(submission, settings.platform, settings.protection) as held:
         run = protocol.evaluate(submission, settings.platform, settings.mode, settings.specs,
                                 cases_name=settings.cases_name, flush=settings.flush, timeout_s=settings.timeout_s,
                                 case_timeout_s=settings.case_timeout_s, secret=settings.secret, progress=progress,
                                 on_case=on_case, stress_specs=settings.stress_specs,
-                                jail=watch.jail)
-        problems = watch.problems()
+                                jail=held.jail)
+    problems = held.problems
     if problems:
         run = dataclasses.replace(run, status="fail", reason=problems[0], warnings=run.warnings + problems[1:])
     record = protocol.record(run, settings.checkout, settings.protection.label)
@@ -123,9 +169,11 @@ def evaluate_and_record(submission: Submission, settings: Settings, progress=pro
     return Outcome(run, record, None)
 
 
-def exit_code(runs: list) -> int:
-    """0 when everything that could run passed, 1 when a submission failed or errored."""
-    return 1 if any(run.failed for run in runs) else 0
+def exit_code(runs: list, allow_rejected: bool = False) -> int:
+    """0 when everything that could run passed, 1 when a submission failed, errored, ran out of time or would be
+    refused by the server (unless allow_rejected: the user asked to take those as passes)."""
+    counted = [run for run in runs if not (allow_rejected and run.status == "rejected")]
+    return 1 if any(run.failed for run in counted) else 0
 
 
 def interpreter_note(runs: list) -> str | None:

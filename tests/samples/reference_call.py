@@ -1,9 +1,7 @@
 #!POPCORN leaderboard amd-mixed-mla
 #!POPCORN gpu MI355X
-# Test sample: a correct plain-torch submission (it simply calls the reference). It reports its path,
-# a checksum of the query it was given (which seed made it) and whether POPCORN_SEED leaked to it.
-import os
-
+# Test sample: a correct plain-torch submission (it simply calls the reference). It reports its path and
+# a checksum of the query it was given (which seed made it).
 from task import input_t, output_t
 from reference import ref_kernel
 
@@ -13,5 +11,4 @@ LAST_RUN_INFO = {}
 def custom_kernel(data: input_t) -> output_t:
     LAST_RUN_INFO["path"] = "reference"
     LAST_RUN_INFO["q_sum"] = float(data[0].float().sum())
-    LAST_RUN_INFO["popcorn_seed_visible"] = "POPCORN_SEED" in os.environ
     return ref_kernel(data)
