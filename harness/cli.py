@@ -269,8 +269,6 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     """Validate and time submissions (numbers like 120, or file paths) with the official protocol."""
     import json
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from harness import display, paths
     from harness.run import session
     from harness import submission as subs
@@ -290,20 +288,8 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
         notices.print(notice)
     outcomes = []
     for sub in chosen:
-        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn())
-        with Progress(*columns, console=notices, transient=True,
-                      disable=as_json or not notices.is_terminal) as bar:
-            task = bar.add_task(sub.label, total=None)
-
-            def show(completed, total, label, task=task, bar=bar, sub=sub):
-                bar.update(task, completed=completed, total=total, description=f"{sub.label}: {label}")
-
-            def finished(index, total, result, sub=sub):
-                if not notices.is_terminal:  # piped or in CI: one plain line per case instead of the live bar
-                    notices.print(display.case_line(sub.label, index, total, result), highlight=False, soft_wrap=True)
-
-            outcome = session.evaluate_and_record(sub, settings, progress=show, on_case=finished)
+        with display.Steps(notices, sub.label, bar=not as_json) as steps:
+            outcome = session.evaluate_and_record(sub, settings, progress=steps.step, on_case=steps.finished)
         outcomes.append(outcome)
         if not as_json:
             display.print_run(out, outcome.run)
@@ -341,9 +327,9 @@ def estimate(submission, target, device, as_json):
 
     chosen, here = subs.resolve(submission), platforms.detect(device)
     console = display.console()
-    with console.status(f"recording {chosen.label}...") as status:
-        result = runner.run(chosen, here, target, progress=lambda i, n, shape: status.update(
-            f"recording {chosen.label}: {shape} ({i + 1}/{n})"))
+    with display.Steps(display.console(stderr=True), chosen.label) as steps:
+        result = runner.run(chosen, here, target,
+                            progress=lambda i, n, shape: steps.step(i, n, f"recording {shape}"))
     try:
         record = runner.save(result, session.git_checkout())
     except OSError as error:

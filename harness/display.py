@@ -4,12 +4,14 @@ Pure functions from results to rich renderables or lines; harness/cli.py decides
 """
 import io
 import os
+import re
 import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Column, Table
 
 from harness import paths
 from harness.fitted_table import FitColumn, fit
@@ -40,12 +42,74 @@ class TrimmedLines(io.TextIOBase):
 
 
 def console(stderr: bool = False) -> Console:
-    """A rich console (NO_COLOR honoured by rich); piped without $COLUMNS, wide enough that no column is cut,
-    and without the padding of every line to that width."""
+    """A rich console (NO_COLOR honoured by rich). Piped, no line
+    is padded to the width: $COLUMNS wide when set, else wide
+    enough that no column is cut."""
     probe = Console(stderr=stderr)
-    if probe.is_terminal or os.environ.get("COLUMNS"):
+    if probe.is_terminal:
         return probe
-    return Console(file=TrimmedLines(sys.stderr if stderr else sys.stdout), width=PIPED_WIDTH)
+    width = probe.width if os.environ.get("COLUMNS") else PIPED_WIDTH
+    stream = TrimmedLines(sys.stderr if stderr else sys.stdout)
+    return Console(file=stream, width=width)
+
+
+# An official test line inside a progress label, to be shortened.
+SPEC_LINE = re.compile(r"batchsize: \d+(?:; \w+: [^;]+)*")
+COUNT_ROOM = 7  # "999/999": the step count, never cut
+TIME_ROOM = 7  # "0:00:00"
+BAR_ROOM = 10  # the bar itself; left out below 60 columns
+
+
+def short_step(label: str) -> str:
+    """'warm-up: 4×1024 s4217' for 'warm-up: batchsize: 4; ...'."""
+    def short(found):
+        parts = (part.split(": ", 1) for part in found.group().split("; "))
+        spec = {key: int(value) if value.isdigit() else value for key, value in parts}
+        return short_spec(spec)
+    return SPEC_LINE.sub(short, label)
+
+
+class Steps:
+    """One submission's steps: a bar on a terminal (at 80 columns its
+    text is shortened, never its count), one plain line per step piped."""
+
+    def __init__(self, console, name: str, bar: bool = True):
+        self.console, self.name = console, name
+        self.live = console.is_terminal and bar
+        self.progress = Progress(*self.columns(console.width), console=console, transient=True,
+                                 disable=not self.live)
+        self.task = self.progress.add_task(name, total=None)
+
+    @staticmethod
+    def columns(width: int) -> list:
+        bar = BAR_ROOM if width >= 60 else 0
+        room = max(width - 1 - bar - COUNT_ROOM - TIME_ROOM - 5, 4)  # 1: the spinner; 5: the gaps and a spare
+        text = Column(max_width=room, no_wrap=True, overflow="ellipsis")
+        count = Column(width=COUNT_ROOM, justify="right", no_wrap=True)
+        return ([SpinnerColumn(), TextColumn("{task.description}", table_column=text)]
+                + ([BarColumn(bar_width=bar)] if bar else [])
+                + [MofNCompleteColumn(table_column=count), TimeElapsedColumn()])
+
+    def __enter__(self):
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def step(self, completed: int | None, total: int | None, label: str) -> None:
+        """The protocol's progress callback; None keeps the count (the worker starting within a step)."""
+        text = f"{self.name}: {short_step(label)}"
+        if self.live:
+            self.progress.update(self.task, completed=completed, total=total, description=text)
+        elif not SPEC_LINE.match(label) and not label.endswith("done"):  # a case's own line comes as it ends
+            counted = f" ({completed}/{total} done)" if total else ""
+            self.console.print(text + counted, markup=False, highlight=False, soft_wrap=True)
+
+    def finished(self, index: int, total: int, result) -> None:
+        """The protocol's on_case callback: piped, one line per finished case."""
+        if not self.console.is_terminal:
+            self.console.print(case_line(self.name, index, total, result), highlight=False, soft_wrap=True)
 
 
 def case_line(label: str, index: int, total: int, result) -> str:

@@ -270,3 +270,38 @@ def test_the_scoreboard_says_where_each_submission_was_verified():
     assert all(table.mode != "compile" for table in scoreboard.build_tables(records.load()))
     page = "\n".join(scoreboard.render_verified(records.load()))
     assert "| 120_hip | – | – | – | ✓ (2026-12-01) | – |" in page  # CPU, GPU here, aiter stand-in, compiled, MI355X
+
+
+# -- progress: counted in cases, never cut at 80 columns, one plain line per step when piped ---------------
+
+def test_the_progress_line_at_80_columns_keeps_its_count():
+    from rich.console import Console
+
+    from harness import display
+
+    out = Console(width=80, record=True, force_terminal=True, no_color=True)
+    steps = display.Steps(out, "119_bmm_triton_hybrid")
+    steps.step(3, 12, "warm-up: batchsize: 256; qseqlen: 1; kvseqlen: 8192; seed: 9826")
+    out.print(steps.progress.make_tasks_table(steps.progress.tasks))
+    line = out.export_text().splitlines()[-1]
+    assert "3/12" in line and "warm-up: 256×8192" in line and len(line) <= 80, line
+
+
+def test_a_piped_run_shows_the_worker_start_the_warm_up_and_the_stress_steps(cli_env):
+    _, cases_file = cli_env
+    sample = str(SAMPLES / "reference_call.py")
+    timed = invoke("run", sample, "--device", "cpu", "--cases", cases_file, "--mode", "benchmark")
+    lines = timed.output.splitlines()
+    assert "reference_call: warm-up: 1×64 s11 (0/1 done)" in lines  # one case: no step for the warm-up
+    assert "reference_call: starting the worker" in lines, timed.output
+    tested = invoke("run", sample, "--device", "cpu", "--mode", "test").output.splitlines()
+    stress = [line for line in tested if line.startswith("reference_call: stress: ")]
+    assert len(stress) == 9 and stress[0].endswith("(0/9 done)"), tested
+
+
+def test_piped_output_at_80_columns_pads_no_line():
+    done = harness("doctor", "--device", "cpu", env={"COLUMNS": "80"})
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) > 5
+    assert [line for line in lines if line != line.rstrip()] == []
+    assert max(len(line) for line in lines) <= 80
