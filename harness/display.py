@@ -411,10 +411,18 @@ def estimate_table(result) -> Table:
     return table
 
 
+def priced_cell(priced) -> str:
+    """'6 × 2.27 = 13.6': a launch's count, the price of each and their total (µs)."""
+    count, total = priced.launch.count, format_model_us(priced.us)
+    return f"{count} × {priced.us / count:.3g} = {total}" if count > 1 else total
+
+
 def estimate_breakdown(result) -> Table:
-    """Which launches each shape makes and what each costs (µs), one column per shape."""
+    """Which launches each shape makes and what each costs, one column per shape; its last row, the sum of the
+    column, is the shape's benchmark-mode estimate."""
     shapes = [shape for shape in result.shapes if shape.estimate is not None]
-    table = Table(title="breakdown: what each call launches, µs per call (count× when more than one)")
+    table = Table(title="breakdown: what each call launches, µs (count × each = total; "
+                        "each column adds up to the benchmark estimate)")
     table.add_column("kind")
     table.add_column("what")
     for shape in shapes:
@@ -425,10 +433,11 @@ def estimate_breakdown(result) -> Table:
         for priced in shape.estimate.priced:
             key = (priced.launch.kind, priced.launch.name)
             row = rows.setdefault(key, {"cells": [""] * len(shapes), "basis": priced.basis})
-            count = f"{priced.launch.count}× " if priced.launch.count > 1 else ""
-            row["cells"][index] = f"{count}{format_model_us(priced.us)}"
+            row["cells"][index] = priced_cell(priced)
     for (kind, what), row in rows.items():
         table.add_row(kind, escape(what), *row["cells"], escape(row["basis"]))
+    table.add_section()
+    table.add_row("total", "benchmark estimate", *(format_model_us(shape.estimate.us) for shape in shapes), "")
     return table
 
 
