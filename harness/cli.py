@@ -103,11 +103,7 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, e
     if as_json:
         click.echo(json.dumps(differ.as_json(comparison, fail_above), indent=2))
     elif comparison is not None:
-        console.print(differ.render_table(comparison))
-        for line in differ.notes(comparison):
-            console.print(f"note: {line}", highlight=False)
-        for line in slower:
-            console.print(f"regression over {fail_above:g}%: {line}", highlight=False)
+        display.print_diff(console, comparison, differ.notes(comparison), slower, fail_above)
     if source:
         from harness import submission as subs
 
@@ -187,7 +183,6 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
 
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     from harness import display, paths
     from harness.remote import gate
@@ -205,13 +200,7 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
     except KeyboardInterrupt:
         click.echo("error: interrupted during the local gate; nothing sent", err=True)
         raise SystemExit(130)
-    for check in verdict.checks:
-        mark = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]skipped[/]"}[check.ok]
-        console.print(f"gate {check.name}: {mark} {escape(check.details[0]) if check.details else ''}")
-        for detail in check.details[1:]:
-            console.print(f"    {escape(detail)}")
-    said = "passed" if verdict.ok else ("failed (--force: sending anyway)" if force else "failed: refused")
-    console.print(f"gate verdict: {said}")
+    display.print_gate(console, verdict, force)
     console.print(f"command: {escape(plan.command_line)}")
     if dry_run:
         for problem in plan.problems:
@@ -229,13 +218,8 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
             status.update(escape(f"waiting for {plan.gpu} ({elapsed:.0f} s){': ' + last_line[:80] if last_line else ''}"))
         outcome = remote.send(plan, timeout_s=timeout_s or remote.DEFAULT_TIMEOUT_S, on_wait=waiting)
     if outcome.report is not None:
-        table = Table(title=escape(f"{plan.submission.path.name} on {plan.gpu} ({plan.mode} mode, "
-                                   f"{time.monotonic() - started:.0f} s)"))
-        for column in ("run", "mode", "status", "shapes passed", "geomean µs", "reason"):
-            table.add_column(column)
-        for row in display.outcome_rows(outcome.records):
-            table.add_row(*(escape(cell) for cell in row))
-        console.print(table)
+        console.print(display.send_table(f"{plan.submission.path.name} on {plan.gpu} ({plan.mode} mode, "
+                                         f"{time.monotonic() - started:.0f} s)", outcome.records))
     for line in display.score_lines(outcome.records):
         console.print(escape(line))
     console.print(escape(f"raw report: {paths.shown(outcome.report_dir)}; {len(outcome.records)} ledger record(s) written"))

@@ -2,62 +2,24 @@
 
 Pure functions from results to rich renderables or lines; harness/cli.py decides when to print them.
 """
-import io
-import os
 import re
-import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Column, Table
+from rich.table import Table
 
 from harness import paths
-from harness.fitted_table import FitColumn, fit
+from harness.fitted_table import FitColumn, Steps as PlainSteps, console, fit, print_fitted  # noqa: F401 (cli's)
 from harness.platform import AITER_STANDIN_MARK
 from harness.run import protocol
 from harness.results.figures import format_model_band, format_model_us, format_us, geomean
+from harness.results.records import shape_label
 
 STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "skip": "yellow"}
-PIPED_WIDTH = 200  # piped, rich assumes 80 columns and cuts table cells; a wide page keeps every column whole
-
-
-class TrimmedLines(io.TextIOBase):
-    """A stream that drops the spaces rich pads each line with up to the console's width (pipes, logs)."""
-
-    def __init__(self, stream):
-        self.stream, self.pending = stream, ""
-
-    def write(self, text: str) -> int:
-        *lines, self.pending = (self.pending + text).split("\n")
-        for line in lines:
-            self.stream.write(line.rstrip(" ") + "\n")
-        return len(text)
-
-    def flush(self) -> None:
-        self.stream.write(self.pending)
-        self.pending = ""
-        self.stream.flush()
-
-
-def console(stderr: bool = False) -> Console:
-    """A rich console (NO_COLOR honoured by rich). Piped, no line
-    is padded to the width: $COLUMNS wide when set, else wide
-    enough that no column is cut."""
-    probe = Console(stderr=stderr)
-    if probe.is_terminal:
-        return probe
-    width = probe.width if os.environ.get("COLUMNS") else PIPED_WIDTH
-    stream = TrimmedLines(sys.stderr if stderr else sys.stdout)
-    return Console(file=stream, width=width)
 
 
 # An official test line inside a progress label, to be shortened.
 SPEC_LINE = re.compile(r"batchsize: \d+(?:; \w+: [^;]+)*")
-COUNT_ROOM = 7  # "999/999": the step count, never cut
-TIME_ROOM = 7  # "0:00:00"
-BAR_ROOM = 10  # the bar itself; left out below 60 columns
 
 
 def short_step(label: str) -> str:
@@ -69,47 +31,18 @@ def short_step(label: str) -> str:
     return SPEC_LINE.sub(short, label)
 
 
-class Steps:
-    """One submission's steps: a bar on a terminal (at 80 columns its
-    text is shortened, never its count), one plain line per step piped."""
+class Steps(PlainSteps):
+    """A run's steps (fitted_table.Steps) with its labels shortened and a line per finished case when piped."""
 
-    def __init__(self, console, name: str, bar: bool = True):
-        self.console, self.name = console, name
-        self.live = console.is_terminal and bar
-        self.progress = Progress(*self.columns(console.width), console=console, transient=True,
-                                 disable=not self.live)
-        self.task = self.progress.add_task(name, total=None)
+    def describe(self, label: str) -> str:
+        return short_step(label)
 
-    @staticmethod
-    def columns(width: int) -> list:
-        bar = BAR_ROOM if width >= 60 else 0
-        room = max(width - 1 - bar - COUNT_ROOM - TIME_ROOM - 5, 4)  # 1: the spinner; 5: the gaps and a spare
-        text = Column(max_width=room, no_wrap=True, overflow="ellipsis")
-        count = Column(width=COUNT_ROOM, justify="right", no_wrap=True)
-        return ([SpinnerColumn(), TextColumn("{task.description}", table_column=text)]
-                + ([BarColumn(bar_width=bar)] if bar else [])
-                + [MofNCompleteColumn(table_column=count), TimeElapsedColumn()])
-
-    def __enter__(self):
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.progress.stop()
-
-    def step(self, completed: int | None, total: int | None, label: str) -> None:
-        """The protocol's progress callback; None keeps the count (the worker starting within a step)."""
-        text = f"{self.name}: {short_step(label)}"
-        if self.live:
-            self.progress.update(self.task, completed=completed, total=total, description=text)
-        elif not SPEC_LINE.match(label) and not label.endswith("done"):  # a case's own line comes as it ends
-            counted = f" ({completed}/{total} done)" if total else ""
-            self.console.print(text + counted, markup=False, highlight=False, soft_wrap=True)
+    def is_case(self, label: str) -> bool:  # a case's own line comes as it ends
+        return bool(SPEC_LINE.match(label))
 
     def finished(self, index: int, total: int, result) -> None:
         """The protocol's on_case callback: piped, one line per finished case."""
-        if not self.console.is_terminal:
-            self.console.print(case_line(self.name, index, total, result), highlight=False, soft_wrap=True)
+        self.say(case_line(self.name, index, total, result))
 
 
 def case_line(label: str, index: int, total: int, result) -> str:
@@ -184,13 +117,6 @@ def run_table(run, width: int) -> tuple[Table, list[str]]:
             table.caption += " (aiter stand-in: says nothing about MI355X)"
         table.caption_justify = "left"
     return table, below
-
-
-def print_fitted(console, table: Table, below: list[str], indent: str = "") -> None:
-    """A fitted table (harness/fitted_table.py), then the lines of the columns that moved below it."""
-    console.print(table)
-    for line in below:
-        console.print(indent + line, highlight=False)
 
 
 def print_source_diff(console, text: str, warnings: list[str]) -> None:
@@ -272,11 +198,9 @@ def machine_table(here) -> Table:
     facts = Table(show_header=False, title="this machine", title_justify="left")
     facts.add_column(style="bold")
     facts.add_column()
-    facts.add_row("device", here.device_name)
-    facts.add_row("arch", here.arch)
-    facts.add_row("backend", here.backend)
-    for name, version in here.versions.items():
-        facts.add_row(name, version or "[dim]not installed[/]")
+    versions = [(name, version or "[dim]not installed[/]") for name, version in here.versions.items()]
+    for name, value in [("device", here.device_name), ("arch", here.arch), ("backend", here.backend)] + versions:
+        facts.add_row(name, value)
     return facts
 
 
@@ -328,33 +252,39 @@ def print_loops(console, reports: list) -> None:
             console.print(escape(f"{name}: {r.loop.summary()}"), highlight=False)
 
 
-def outcome_rows(records: list[dict]) -> list[tuple[str, str, str, str, str, str]]:
-    """(run, mode, status, shapes passed, geomean of the means in µs, reason) per record of a send."""
-    rows = []
+def print_gate(console, verdict, force: bool) -> None:
+    """The local gate (make submit): each check with its details, then the verdict."""
+    marks = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]skipped[/]"}
+    for check in verdict.checks:
+        console.print(f"gate {check.name}: {marks[check.ok]} {escape(check.details[0]) if check.details else ''}")
+        for detail in check.details[1:]:
+            console.print(f"    {escape(detail)}")
+    said = "passed" if verdict.ok else ("failed (--force: sending anyway)" if force else "failed: refused")
+    console.print(f"gate verdict: {said}")
+
+
+def send_table(title: str, records: list[dict]) -> Table:
+    """Per record of a send: run, mode, status, shapes passed, geomean of the means (µs), reason."""
+    table = Table(title=escape(title))
+    for column in ("run", "mode", "status", "shapes passed", "geomean µs", "reason"):
+        table.add_column(column)
     for record in records:
-        remote = record.get("remote") or {}
         results = record["results"]
-        passed = sum(r["status"] == "pass" for r in results)
         means = [r["stats"]["mean"] for r in results if r.get("stats") and r["stats"].get("mean")]
         mean = geomean(means) if means and len(means) == len(results) else None
-        rows.append((remote.get("run") or "-", record["mode"], record["status"],
-                     f"{passed}/{len(results)}" if results else "-", format_us(mean) if mean else "-",
-                     record["reason"]))
-    return rows
+        passed = f"{sum(r['status'] == 'pass' for r in results)}/{len(results)}" if results else "-"
+        cells = ((record.get("remote") or {}).get("run") or "-", record["mode"], record["status"], passed,
+                 format_us(mean) if mean else "-", record["reason"])
+        table.add_row(*(escape(cell) for cell in cells))
+    return table
 
 
 def score_lines(records: list[dict]) -> list[str]:
     """The leaderboard score of each run that has one, marked approximate when recomputed from printed means."""
-    lines = []
-    for record in records:
-        remote = record.get("remote") or {}
-        if remote.get("score") is None:
-            continue
-        score_us = remote["score"] * 1e6
-        how = ("≈ geomean of the ranked means as printed (approximate)" if remote.get("score_approximate")
-               else "as reported by the server")
-        lines.append(f"score ({remote.get('run')}): {score_us:.2f} µs = {remote['score']:.4g} s, {how}")
-    return lines
+    sent = [record.get("remote") or {} for record in records]
+    return [f"score ({remote.get('run')}): {remote['score'] * 1e6:.2f} µs = {remote['score']:.4g} s, "
+            + ("≈ geomean of the ranked means as printed (approximate)" if remote.get("score_approximate")
+               else "as reported by the server") for remote in sent if remote.get("score") is not None]
 
 
 def hip_table(report, width: int) -> tuple[Table, list[str]]:
@@ -482,3 +412,34 @@ def estimate_diff_table(comparison) -> Table:
 def print_estimate_diff(console, comparison, verdict: str) -> None:
     console.print(estimate_diff_table(comparison))
     console.print(escape(verdict), highlight=False)
+
+
+def _speedup_text(value: float) -> str:
+    colour = "green" if value > 1.005 else "red" if value < 0.995 else "default"
+    return f"[{colour}]{value:.2f}×[/{colour}]"
+
+
+def diff_table(comparison) -> Table:
+    """`harness diff`: per-shape times of A and B in µs and B's speedup over A, geomean last."""
+    c = comparison
+    table = Table(title=f"{c.b_label} over {c.a_label}\ncompared on {c.device} · {c.mode} · {c.cases} cases",
+                  caption="speedup = A's time / B's time (> 1: B is faster)")
+    table.add_column("shape")
+    table.add_column(f"A {c.a_label} (µs)", justify="right")
+    table.add_column(f"B {c.b_label} (µs)", justify="right")
+    table.add_column("speedup", justify="right")
+    for s in c.shapes:
+        table.add_row(shape_label(s.shape), format_us(s.a_ns), format_us(s.b_ns), _speedup_text(s.speedup))
+    table.add_section()
+    table.add_row("geomean", format_us(geomean(s.a_ns for s in c.shapes)),
+                  format_us(geomean(s.b_ns for s in c.shapes)), _speedup_text(c.geomean_speedup))
+    return table
+
+
+def print_diff(console, comparison, notes: list[str], slower: list[str], fail_above: float | None) -> None:
+    """The table, its notes (one each), and the regressions --fail-above found."""
+    console.print(diff_table(comparison))
+    for line in notes:
+        console.print(f"note: {escape(line)}", highlight=False)
+    for line in slower:
+        console.print(f"regression over {fail_above:g}%: {escape(line)}", highlight=False)
