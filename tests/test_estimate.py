@@ -271,6 +271,7 @@ def test_the_estimate_command_prints_the_estimate_and_records_it(monkeypatch, re
     text = " ".join(result.output.split())
     assert "MI355X estimate, geomean" in text and "not a measurement" in text and "benchmark mode" in text
     assert "ranked mode" in text and "breakdown" in text and "custom_kernel call" in text
+    assert "recording 4×1024 (0/8 done)" in result.output  # piped: a line per shape as it is recorded
     saved = records.load(results_dir / "ledger.jsonl")
     assert [r["mode"] for r in saved] == ["estimate"] and len(saved[0]["estimate"]["shapes"]) == 8
     assert all(case["stats"] is None for case in saved[0]["results"])
