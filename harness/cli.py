@@ -181,14 +181,13 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
     """
     import time
 
-    from rich.console import Console
     from rich.markup import escape
 
     from harness import display, paths
     from harness.remote import gate
     from harness.remote import submit as remote
 
-    console = Console(highlight=False, soft_wrap=True)  # soft wrap: the command line stays copyable
+    console = display.console(highlight=False, soft_wrap=True)  # soft wrap: the command line stays copyable
     plan = remote.plan(submission, mode=mode, leaderboard=leaderboard, gpu=gpu, force=force)
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")

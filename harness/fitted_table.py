@@ -42,14 +42,14 @@ class TrimmedLines(io.TextIOBase):
         self.stream.flush()
 
 
-def console(stderr: bool = False) -> Console:
-    """A rich console (NO_COLOR honoured by rich). Piped, no line is padded to the width: $COLUMNS wide when
-    set, else wide enough that no column is cut."""
-    probe = Console(stderr=stderr)
+def console(stderr: bool = False, **options) -> Console:
+    """A rich console (NO_COLOR honoured by rich; `options` are rich's). Piped, no line is padded to the width:
+    $COLUMNS wide when set, else wide enough that no column is cut."""
+    probe = Console(stderr=stderr, **options)
     if probe.is_terminal:
         return probe
     width = probe.width if os.environ.get("COLUMNS") else PIPED_WIDTH
-    return Console(file=TrimmedLines(sys.stderr if stderr else sys.stdout), width=width)
+    return Console(file=TrimmedLines(sys.stderr if stderr else sys.stdout), width=width, **options)
 
 
 def progress_columns(width: int) -> list:
