@@ -103,11 +103,7 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, e
     if as_json:
         click.echo(json.dumps(differ.as_json(comparison, fail_above), indent=2))
     elif comparison is not None:
-        console.print(differ.render_table(comparison))
-        for line in differ.notes(comparison):
-            console.print(f"note: {line}", highlight=False)
-        for line in slower:
-            console.print(f"regression over {fail_above:g}%: {line}", highlight=False)
+        display.print_diff(console, comparison, differ.notes(comparison), slower, fail_above)
     if source:
         from harness import submission as subs
 
@@ -181,15 +177,13 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
     """
     import time
 
-    from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     from harness import display, paths
     from harness.remote import gate
     from harness.remote import submit as remote
 
-    console = Console(highlight=False, soft_wrap=True)  # soft wrap: the command line stays copyable
+    console = display.console(highlight=False, soft_wrap=True)  # soft wrap: the command line stays copyable
     plan = remote.plan(submission, mode=mode, leaderboard=leaderboard, gpu=gpu, force=force)
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
@@ -201,13 +195,7 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
     except KeyboardInterrupt:
         click.echo("error: interrupted during the local gate; nothing sent", err=True)
         raise SystemExit(130)
-    for check in verdict.checks:
-        mark = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]skipped[/]"}[check.ok]
-        console.print(f"gate {check.name}: {mark} {escape(check.details[0]) if check.details else ''}")
-        for detail in check.details[1:]:
-            console.print(f"    {escape(detail)}")
-    said = "passed" if verdict.ok else ("failed (--force: sending anyway)" if force else "failed: refused")
-    console.print(f"gate verdict: {said}")
+    display.print_gate(console, verdict, force)
     console.print(f"command: {escape(plan.command_line)}")
     if dry_run:
         for problem in plan.problems:
@@ -225,13 +213,8 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
             status.update(escape(f"waiting for {plan.gpu} ({elapsed:.0f} s){': ' + last_line[:80] if last_line else ''}"))
         outcome = remote.send(plan, timeout_s=timeout_s or remote.DEFAULT_TIMEOUT_S, on_wait=waiting)
     if outcome.report is not None:
-        table = Table(title=escape(f"{plan.submission.path.name} on {plan.gpu} ({plan.mode} mode, "
-                                   f"{time.monotonic() - started:.0f} s)"))
-        for column in ("run", "mode", "status", "shapes passed", "geomean µs", "reason"):
-            table.add_column(column)
-        for row in display.outcome_rows(outcome.records):
-            table.add_row(*(escape(cell) for cell in row))
-        console.print(table)
+        console.print(display.send_table(f"{plan.submission.path.name} on {plan.gpu} ({plan.mode} mode, "
+                                         f"{time.monotonic() - started:.0f} s)", outcome.records))
     for line in display.score_lines(outcome.records):
         console.print(escape(line))
     console.print(escape(f"raw report: {paths.shown(outcome.report_dir)}; {len(outcome.records)} ledger record(s) written"))
@@ -268,8 +251,6 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     """Validate and time submissions (numbers like 120, or file paths) with the official protocol."""
     import json
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from harness import display, paths
     from harness.run import session
     from harness import submission as subs
@@ -289,26 +270,11 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
         notices.print(notice)
     outcomes = []
     for sub in chosen:
-        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn())
-        with Progress(*columns, console=notices, transient=True,
-                      disable=as_json or not notices.is_terminal) as bar:
-            task = bar.add_task(sub.label, total=None)
-
-            def show(completed, total, label, task=task, bar=bar, sub=sub):
-                bar.update(task, completed=completed, total=total, description=f"{sub.label}: {label}")
-
-            done_cases = []
-
-            def finished(index, total, result, sub=sub, done_cases=done_cases):
-                done_cases.append(result)
-                if not notices.is_terminal:  # piped or in CI: one plain line per case instead of the live bar
-                    notices.print(display.case_line(sub.label, index, total, result), highlight=False, soft_wrap=True)
-
+        with display.Steps(notices, sub.label, bar=not as_json) as steps:
             try:
-                outcome = session.evaluate_and_record(sub, settings, progress=show, on_case=finished)
+                outcome = session.evaluate_and_record(sub, settings, progress=steps.step, on_case=steps.finished)
             except KeyboardInterrupt:
-                notices.print(display.interrupted_line(sub.label, len(done_cases)), highlight=False, soft_wrap=True)
+                notices.print(steps.interrupted(), highlight=False, soft_wrap=True)
                 raise
         outcomes.append(outcome)
         if not as_json:
@@ -351,9 +317,9 @@ def estimate(submission, target, device, as_json, protection):
     chosen = subs.resolve(submission)
     here, guarding = session.prepare(device, protection)
     console = display.console()
-    with console.status(f"recording {chosen.label}...") as status:
-        result = runner.run(chosen, here, target, protection=guarding, progress=lambda i, n, shape: status.update(
-            f"recording {chosen.label}: {shape} ({i + 1}/{n})"))
+    with display.Steps(display.console(stderr=True), chosen.label) as steps:
+        result = runner.run(chosen, here, target, protection=guarding,
+                            progress=lambda i, n, shape: steps.step(i, n, f"recording {shape}"))
     try:
         record = runner.save(result, session.git_checkout())
     except OSError as error:

@@ -2,51 +2,51 @@
 
 Pure functions from results to rich renderables or lines; harness/cli.py decides when to print them.
 """
-import io
-import os
-import sys
+import re
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from harness import paths
-from harness.fitted_table import FitColumn, fit
+from harness.fitted_table import FitColumn, Steps as PlainSteps, console, fit, print_fitted  # noqa: F401 (cli's)
 from harness.platform import AITER_STANDIN_MARK
 from harness.run import protocol
 from harness.results.figures import format_model_band, format_model_us, format_us, geomean
+from harness.results.records import shape_label
 
 STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "rejected": "red",
                  "skip": "yellow", "not run": "yellow"}
-PIPED_WIDTH = 200  # piped, rich assumes 80 columns and cuts table cells; a wide page keeps every column whole
+
+# An official test line inside a progress label, to be shortened.
+SPEC_LINE = re.compile(r"batchsize: \d+(?:; \w+: [^;]+)*")
 
 
-class TrimmedLines(io.TextIOBase):
-    """A stream that drops the spaces rich pads each line with up to the console's width (pipes, logs)."""
-
-    def __init__(self, stream):
-        self.stream, self.pending = stream, ""
-
-    def write(self, text: str) -> int:
-        *lines, self.pending = (self.pending + text).split("\n")
-        for line in lines:
-            self.stream.write(line.rstrip(" ") + "\n")
-        return len(text)
-
-    def flush(self) -> None:
-        self.stream.write(self.pending)
-        self.pending = ""
-        self.stream.flush()
+def _short_spec_line(found) -> str:
+    parts = (part.split(": ", 1) for part in found.group().split("; "))
+    return short_spec({key: int(value) if value.isdigit() else value for key, value in parts})
 
 
-def console(stderr: bool = False) -> Console:
-    """A rich console (NO_COLOR honoured by rich); piped without $COLUMNS, wide enough that no column is cut,
-    and without the padding of every line to that width."""
-    probe = Console(stderr=stderr)
-    if probe.is_terminal or os.environ.get("COLUMNS"):
-        return probe
-    return Console(file=TrimmedLines(sys.stderr if stderr else sys.stdout), width=PIPED_WIDTH)
+class Steps(PlainSteps):
+    """A run's steps (fitted_table.Steps) with its labels shortened and a line per finished case when piped."""
+
+    def describe(self, label: str) -> str:
+        """'warm-up: 4×1024 s4217' for 'warm-up: batchsize: 4; ...'."""
+        return SPEC_LINE.sub(_short_spec_line, label)
+
+    def is_case(self, label: str) -> bool:  # a case's own line comes as it ends
+        return bool(SPEC_LINE.match(label))
+
+    cases_done = 0  # what Ctrl-C would leave unrecorded
+    def finished(self, index: int, total: int, result) -> None:
+        """The protocol's on_case callback: piped, one line per finished case."""
+        self.cases_done += 1
+        self.say(case_line(self.name, index, total, result))
+
+    def interrupted(self) -> str:
+        """What Ctrl-C costs: this submission's finished cases were shown, and are not recorded."""
+        return (f"interrupted: {self.name}'s {self.cases_done} finished case(s) are not recorded in the ledger "
+                "(a partial run is no verdict); the submissions before it are")
 
 
 def case_line(label: str, index: int, total: int, result) -> str:
@@ -123,13 +123,6 @@ def run_table(run, width: int) -> tuple[Table, list[str]]:
     return table, below
 
 
-def print_fitted(console, table: Table, below: list[str], indent: str = "") -> None:
-    """A fitted table (harness/fitted_table.py), then the lines of the columns that moved below it."""
-    console.print(table)
-    for line in below:
-        console.print(indent + line, highlight=False)
-
-
 def print_source_diff(console, text: str, warnings: list[str]) -> None:
     """`diff --source`: a highlighted unified diff on a terminal, the plain lines when piped."""
     from rich.syntax import Syntax
@@ -143,12 +136,6 @@ def print_source_diff(console, text: str, warnings: list[str]) -> None:
     else:  # piped: the lines as they are, not padded to the console's width
         console.file.write(text)
         console.file.flush()
-
-
-def interrupted_line(label: str, finished: int) -> str:
-    """What Ctrl-C cost: the running submission's finished cases are shown above but not recorded."""
-    return (f"interrupted: {label}'s {finished} finished case(s) are not recorded in the ledger "
-            "(a partial run is no verdict); the submissions before it are")
 
 
 def print_run(console, run) -> None:
@@ -215,11 +202,9 @@ def machine_table(here) -> Table:
     facts = Table(show_header=False, title="this machine", title_justify="left")
     facts.add_column(style="bold")
     facts.add_column()
-    facts.add_row("device", here.device_name)
-    facts.add_row("arch", here.arch)
-    facts.add_row("backend", here.backend)
-    for name, version in here.versions.items():
-        facts.add_row(name, version or "[dim]not installed[/]")
+    versions = [(name, version or "[dim]not installed[/]") for name, version in here.versions.items()]
+    for name, value in [("device", here.device_name), ("arch", here.arch), ("backend", here.backend)] + versions:
+        facts.add_row(name, value)
     return facts
 
 
@@ -271,33 +256,39 @@ def print_loops(console, reports: list) -> None:
             console.print(escape(f"{name}: {r.loop.summary()}"), highlight=False)
 
 
-def outcome_rows(records: list[dict]) -> list[tuple[str, str, str, str, str, str]]:
-    """(run, mode, status, shapes passed, geomean of the means in µs, reason) per record of a send."""
-    rows = []
+def print_gate(console, verdict, force: bool) -> None:
+    """The local gate (make submit): each check with its details, then the verdict."""
+    marks = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]skipped[/]"}
+    for check in verdict.checks:
+        console.print(f"gate {check.name}: {marks[check.ok]} {escape(check.details[0]) if check.details else ''}")
+        for detail in check.details[1:]:
+            console.print(f"    {escape(detail)}")
+    said = "passed" if verdict.ok else ("failed (--force: sending anyway)" if force else "failed: refused")
+    console.print(f"gate verdict: {said}")
+
+
+def send_table(title: str, records: list[dict]) -> Table:
+    """Per record of a send: run, mode, status, shapes passed, geomean of the means (µs), reason."""
+    table = Table(title=escape(title))
+    for column in ("run", "mode", "status", "shapes passed", "geomean µs", "reason"):
+        table.add_column(column)
     for record in records:
-        remote = record.get("remote") or {}
         results = record["results"]
-        passed = sum(r["status"] == "pass" for r in results)
         means = [r["stats"]["mean"] for r in results if r.get("stats") and r["stats"].get("mean")]
         mean = geomean(means) if means and len(means) == len(results) else None
-        rows.append((remote.get("run") or "-", record["mode"], record["status"],
-                     f"{passed}/{len(results)}" if results else "-", format_us(mean) if mean else "-",
-                     record["reason"]))
-    return rows
+        passed = f"{sum(r['status'] == 'pass' for r in results)}/{len(results)}" if results else "-"
+        cells = ((record.get("remote") or {}).get("run") or "-", record["mode"], record["status"], passed,
+                 format_us(mean) if mean else "-", record["reason"])
+        table.add_row(*(escape(cell) for cell in cells))
+    return table
 
 
 def score_lines(records: list[dict]) -> list[str]:
     """The leaderboard score of each run that has one, marked approximate when recomputed from printed means."""
-    lines = []
-    for record in records:
-        remote = record.get("remote") or {}
-        if remote.get("score") is None:
-            continue
-        score_us = remote["score"] * 1e6
-        how = ("≈ geomean of the ranked means as printed (approximate)" if remote.get("score_approximate")
-               else "as reported by the server")
-        lines.append(f"score ({remote.get('run')}): {score_us:.2f} µs = {remote['score']:.4g} s, {how}")
-    return lines
+    sent = [record.get("remote") or {} for record in records]
+    return [f"score ({remote.get('run')}): {remote['score'] * 1e6:.2f} µs = {remote['score']:.4g} s, "
+            + ("≈ geomean of the ranked means as printed (approximate)" if remote.get("score_approximate")
+               else "as reported by the server") for remote in sent if remote.get("score") is not None]
 
 
 def hip_table(report, width: int) -> tuple[Table, list[str]]:
@@ -354,10 +345,18 @@ def estimate_table(result) -> Table:
     return table
 
 
+def priced_cell(priced) -> str:
+    """'6 × 2.27 = 13.6': a launch's count, the price of each and their total (µs)."""
+    count, total = priced.launch.count, format_model_us(priced.us)
+    return f"{count} × {priced.us / count:.3g} = {total}" if count > 1 else total
+
+
 def estimate_breakdown(result) -> Table:
-    """Which launches each shape makes and what each costs (µs), one column per shape."""
+    """Which launches each shape makes and what each costs, one column per shape; its last row, the sum of the
+    column, is the shape's benchmark-mode estimate."""
     shapes = [shape for shape in result.shapes if shape.estimate is not None]
-    table = Table(title="breakdown: what each call launches, µs per call (count× when more than one)")
+    table = Table(title="breakdown: what each call launches, µs (count × each = total; "
+                        "each column adds up to the benchmark estimate)")
     table.add_column("kind")
     table.add_column("what")
     for shape in shapes:
@@ -368,10 +367,11 @@ def estimate_breakdown(result) -> Table:
         for priced in shape.estimate.priced:
             key = (priced.launch.kind, priced.launch.name)
             row = rows.setdefault(key, {"cells": [""] * len(shapes), "basis": priced.basis})
-            count = f"{priced.launch.count}× " if priced.launch.count > 1 else ""
-            row["cells"][index] = f"{count}{format_model_us(priced.us)}"
+            row["cells"][index] = priced_cell(priced)
     for (kind, what), row in rows.items():
         table.add_row(kind, escape(what), *row["cells"], escape(row["basis"]))
+    table.add_section()
+    table.add_row("total", "benchmark estimate", *(format_model_us(shape.estimate.us) for shape in shapes), "")
     return table
 
 
@@ -416,3 +416,34 @@ def estimate_diff_table(comparison) -> Table:
 def print_estimate_diff(console, comparison, verdict: str) -> None:
     console.print(estimate_diff_table(comparison))
     console.print(escape(verdict), highlight=False)
+
+
+def _speedup_text(value: float) -> str:
+    colour = "green" if value > 1.005 else "red" if value < 0.995 else "default"
+    return f"[{colour}]{value:.2f}×[/{colour}]"
+
+
+def diff_table(comparison) -> Table:
+    """`harness diff`: per-shape times of A and B in µs and B's speedup over A, geomean last."""
+    c = comparison
+    table = Table(title=f"{c.b_label} over {c.a_label}\ncompared on {c.device} · {c.mode} · {c.cases} cases",
+                  caption="speedup = A's time / B's time (> 1: B is faster)")
+    table.add_column("shape")
+    table.add_column(f"A {c.a_label} (µs)", justify="right")
+    table.add_column(f"B {c.b_label} (µs)", justify="right")
+    table.add_column("speedup", justify="right")
+    for s in c.shapes:
+        table.add_row(shape_label(s.shape), format_us(s.a_ns), format_us(s.b_ns), _speedup_text(s.speedup))
+    table.add_section()
+    table.add_row("geomean", format_us(geomean(s.a_ns for s in c.shapes)),
+                  format_us(geomean(s.b_ns for s in c.shapes)), _speedup_text(c.geomean_speedup))
+    return table
+
+
+def print_diff(console, comparison, notes: list[str], slower: list[str], fail_above: float | None) -> None:
+    """The table, its notes (one each), and the regressions --fail-above found."""
+    console.print(diff_table(comparison))
+    for line in notes:
+        console.print(f"note: {escape(line)}", highlight=False)
+    for line in slower:
+        console.print(f"regression over {fail_above:g}%: {escape(line)}", highlight=False)

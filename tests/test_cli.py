@@ -230,8 +230,7 @@ def test_chart_has_one_ranked_panel_per_device_and_plain_ticks(tmp_path):
     ledger.append(local_record("submissions/001_x.py", {(4, 1024): 2e4}, number=1, numbered=True, mode="leaderboard"))
     ledger.append(local_record("submissions/001_x.py", {(4, 1024): 9e5}, number=1, numbered=True, device=CPU_DEVICE))
     panels = chart.ranked_panels(scoreboard.build_tables(records.load()))
-    assert sorted((panel.device, panel.mode) for panel in panels) == [("NVIDIA H200", "leaderboard"),
-                                                                      ("cpu (x86_64)", "benchmark")]
+    assert [(panel.device, panel.mode) for panel in panels] == [("NVIDIA H200", "leaderboard")]  # CPU: not a GPU
     assert [chart.plain_number(v) for v in (1e6, 1e5, 50, 0.5)] == ["1,000,000", "100,000", "50", "0.5"]
     assert chart.draw_chart(scoreboard.build_tables(records.load()), tmp_path / "chart.png").stat().st_size > 1000
 
@@ -293,3 +292,38 @@ def test_ctrl_c_says_the_running_submissions_finished_cases_are_not_recorded(tmp
     _, rest = child.communicate(timeout=120)
     assert child.returncode == 130
     assert "crash_and_hang's 1 finished case(s) are not recorded" in rest
+
+
+# -- progress: counted in cases, never cut at 80 columns, one plain line per step when piped ---------------
+
+def test_the_progress_line_at_80_columns_keeps_its_count():
+    from rich.console import Console
+
+    from harness import display
+
+    out = Console(width=80, record=True, force_terminal=True, no_color=True)
+    steps = display.Steps(out, "119_bmm_triton_hybrid")
+    steps.step(3, 12, "warm-up: batchsize: 256; qseqlen: 1; kvseqlen: 8192; seed: 9826")
+    out.print(steps.progress.make_tasks_table(steps.progress.tasks))
+    line = out.export_text().splitlines()[-1]
+    assert "3/12" in line and "warm-up: 256×8192" in line and len(line) <= 80, line
+
+
+def test_a_piped_run_shows_the_worker_start_the_warm_up_and_the_stress_steps(cli_env):
+    _, cases_file = cli_env
+    sample = str(SAMPLES / "reference_call.py")
+    timed = invoke("run", sample, "--device", "cpu", "--cases", cases_file, "--mode", "benchmark")
+    lines = timed.output.splitlines()
+    assert "reference_call: warm-up: 1×64 s11 (0/1 done)" in lines  # one case: no step for the warm-up
+    assert "reference_call: starting the worker" in lines, timed.output
+    tested = invoke("run", sample, "--device", "cpu", "--mode", "test").output.splitlines()
+    stress = [line for line in tested if line.startswith("reference_call: stress: ")]
+    assert len(stress) == 9 and stress[0].endswith("(0/9 done)"), tested
+
+
+def test_piped_output_at_80_columns_pads_no_line():
+    done = harness("doctor", "--device", "cpu", env={"COLUMNS": "80"})
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) > 5
+    assert [line for line in lines if line != line.rstrip()] == []
+    assert max(len(line) for line in lines) <= 80

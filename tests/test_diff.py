@@ -5,6 +5,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from harness import display
 from harness.results import diff as differ
 from harness.results.records import usable
 from harness.results import ledger
@@ -37,7 +38,7 @@ def test_speedup_per_shape_and_geomean_from_the_latest_records():
     assert "left out, only B timed: b32 kv1k" in differ.notes(c)
 
     console = Console(width=120, record=True)
-    console.print(differ.render_table(c))
+    console.print(display.diff_table(c))
     text = console.export_text()
     assert "b4 kv1k" in text and "20.0" in text and "10.0" in text and "2.00×" in text
     assert "geomean" in text and "28.3" in text and "20.0" in text and "1.41×" in text
@@ -122,3 +123,13 @@ def test_a_file_changed_since_it_was_timed_is_said_in_the_notes(tmp_path):
     c = differ.compare(usable(records), str(old), str(new))
     changed = [line for line in differ.notes(c) if "changed since it was timed" in line]
     assert len(changed) == 1 and changed[0].startswith("A's file")
+
+
+def test_a_submission_against_itself_says_each_note_once(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    ledger.append(record(1, {(4, 1024): 30000}), path)
+    ledger.append(record(1, {(1, 64): 900000}, device=CPU, cases="small", finished="2026-11-30T10:00:00"), path)
+    result = CliRunner().invoke(main, ["diff", "1", "1", "--ledger", str(path)], env={"COLUMNS": "200"})
+    notes = [line for line in result.output.splitlines() if line.startswith("note: ")]
+    assert result.exit_code == 0 and len(notes) == len(set(notes)), result.output
+    assert any("a newer result of '1' on cpu" in line for line in notes)

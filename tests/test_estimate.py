@@ -186,6 +186,24 @@ def test_the_samples_get_estimates_with_breakdowns(sample_estimates):
     assert large.recorded_kv == [48, 64] and "extrapolated to 8192" in large.note
 
 
+def test_the_breakdown_shows_count_times_each_and_the_total_of_each_shape(sample_estimates):
+    from rich.console import Console
+
+    from harness import display
+    from harness.results.figures import format_model_us
+
+    result = sample_estimates["persistent_a8w8"]
+    out = Console(width=300, record=True, no_color=True)
+    out.print(display.estimate_breakdown(result))
+    rows = {line.split("│")[2].strip(): line.split("│")[3:-2] for line in out.export_text().splitlines()
+            if line.count("│") > 3}
+    copies = next(p for p in result.shapes[0].estimate.priced if p.launch.name == "aten._to_copy")
+    assert copies.launch.count == 2  # the cell names the count, the price of one, and the two together
+    assert rows["aten._to_copy"][0].strip() == f"2 × {copies.us / 2:.3g} = {format_model_us(copies.us)}"
+    totals = [cell.strip() for cell in rows["benchmark estimate"]]
+    assert totals == [format_model_us(shape.estimate.us) for shape in result.shapes]
+
+
 def test_the_samples_differ_the_way_the_model_says(sample_estimates):
     model = sample_estimates["persistent_a8w8"].model
     item, plain = sample_estimates["persistent_a8w8_item"], sample_estimates["persistent_a8w8"]
@@ -253,6 +271,7 @@ def test_the_estimate_command_prints_the_estimate_and_records_it(monkeypatch, re
     text = " ".join(result.output.split())
     assert "MI355X estimate, geomean" in text and "not a measurement" in text and "benchmark mode" in text
     assert "ranked mode" in text and "breakdown" in text and "custom_kernel call" in text
+    assert "recording 4×1024 (0/8 done)" in result.output  # piped: a line per shape as it is recorded
     saved = records.load(results_dir / "ledger.jsonl")
     assert [r["mode"] for r in saved] == ["estimate"] and len(saved[0]["estimate"]["shapes"]) == 8
     assert all(case["stats"] is None for case in saved[0]["results"])

@@ -296,3 +296,36 @@ def test_results_elsewhere_never_rewrite_the_repositorys_page(results_dir):
     summary = board.regenerate(allow_empty=True)
     assert summary.output == results_dir / "scoreboard.md" and summary.output.exists()
     assert paths.SCOREBOARD_PAGE.read_bytes() == before
+
+
+# -- the chart: GPU panels only when a GPU has times, the task's shape order, several readable y ticks -----
+
+def _panel_axes(fig):
+    return [ax for ax in fig.axes if ax.get_title()]
+
+
+def test_the_chart_leaves_cpu_times_out_orders_the_shapes_and_ticks_its_axis(tmp_path):
+    from harness.results import chart
+
+    shuffled = [(256, 8192), (4, 8192), (64, 1024), (32, 1024), (4, 1024), (256, 1024), (32, 8192), (64, 8192)]
+    means = {shape: 20000.0 + 1000 * index for index, shape in enumerate(shuffled)}  # within a factor of 2
+    ledger.append(record("119_hybrid.py", means=means))
+    ledger.append(record("001_torch.py", means={(1, 64): 9e6}, device=CPU, cases="small"))
+    tables = board.build_tables(records.load())
+    [ax] = _panel_axes(chart.chart_figure(tables))
+    assert "H200" in ax.get_title() and "CPU" not in ax.get_title()
+    assert [label.get_text() for label in ax.get_xticklabels()] == [
+        "b4 kv1k", "b4 kv8k", "b32 kv1k", "b32 kv8k", "b64 kv1k", "b64 kv8k", "b256 kv1k", "b256 kv8k"]
+    low, high = ax.get_ylim()
+    ticks = [tick for tick in ax.get_yticks() if low <= tick <= high]
+    assert len(ticks) >= 3 and all(chart.plain_number(tick) for tick in ticks), (ticks, low, high)
+
+
+def test_a_cpu_only_chart_says_its_times_are_not_gpu_times(tmp_path):
+    from harness.results import chart
+
+    ledger.append(record("001_torch.py", means={(1, 64): 9e6, (3, 257): 1.2e7}, device=CPU, cases="small"))
+    [ax] = _panel_axes(chart.chart_figure(board.build_tables(records.load())))
+    assert chart.CPU_TITLE in ax.get_title()
+    low, high = ax.get_ylim()
+    assert len([tick for tick in ax.get_yticks() if low <= tick <= high]) >= 3

@@ -13,8 +13,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.table import Table as RichTable
-
 from harness.results import records
 from harness.results.figures import format_us, geomean
 from harness import paths
@@ -178,16 +176,17 @@ def compare(everything: list[dict], a: str, b: str, *, device: str | None = None
     rec_a, rec_b = latest_a[group], latest_b[group]
     means_a, means_b = case_means(rec_a), case_means(rec_b)
     shapes = [ShapeTimes(s, means_a[s], means_b[s]) for s in sorted(set(means_a) & set(means_b))]
-    newer = []  # per side, its newest timed record that the comparison leaves out
+    newer = {}  # per side, its newest timed record that the comparison leaves out (once when A is B)
     for ref, rec in ((ref_a, rec_a), (ref_b, rec_b)):
         skipped = [r for r in timed[ref] if r["finished"] > rec["finished"] and records.group_key(r) != group]
         if skipped:
-            newer.append((ref.text, max(skipped, key=lambda r: r["finished"])))
+            newest = max(skipped, key=lambda r: r["finished"])
+            newer.setdefault(id(newest), (ref.text, newest))
     left_out = [f"a newer result of '{text}' on {r['device']['name']} ({r['mode']}, {r['finished']}) is not compared: "
                 + ("its times ran through the Triton interpreter" if r["interpreter"] else
                    "it ran on the aiter stand-in (correctness only)" if r.get("standin") else
                    "it is not in a group both submissions share" if on_real_device(r) or device else
-                   "CPU timings say little about a GPU") for text, r in newer]
+                   "CPU timings say little about a GPU") for text, r in newer.values()]
     return Comparison(a_record=rec_a, b_record=rec_b, device=group[0], mode=group[1], cases=group[2],
                       shapes=shapes, only_a=sorted(set(means_a) - set(means_b)),
                       only_b=sorted(set(means_b) - set(means_a)), left_out=left_out)
@@ -223,32 +222,12 @@ def as_json(comparison: Comparison, fail_above: float | None = None) -> dict:
     return data
 
 
-def _speedup_text(value: float) -> str:
-    colour = "green" if value > 1.005 else "red" if value < 0.995 else "default"
-    return f"[{colour}]{value:.2f}×[/{colour}]"
-
-
-def render_table(comparison: Comparison) -> RichTable:
-    """Per-shape times of A and B in µs and B's speedup over A, geomean last."""
-    c = comparison
-    table = RichTable(title=f"{c.b_label} over {c.a_label}\ncompared on {c.device} · {c.mode} · {c.cases} cases",
-                      caption="speedup = A's time / B's time (> 1: B is faster)")
-    table.add_column("shape")
-    table.add_column(f"A {c.a_label} (µs)", justify="right")
-    table.add_column(f"B {c.b_label} (µs)", justify="right")
-    table.add_column("speedup", justify="right")
-    for s in c.shapes:
-        table.add_row(shape_label(s.shape), format_us(s.a_ns), format_us(s.b_ns), _speedup_text(s.speedup))
-    table.add_section()
-    table.add_row("geomean", format_us(geomean(s.a_ns for s in c.shapes)),
-                  format_us(geomean(s.b_ns for s in c.shapes)), _speedup_text(c.geomean_speedup))
-    return table
-
-
 def notes(comparison: Comparison) -> list[str]:
     """One-line remarks: shapes only one side timed, records that did not pass overall, their dates."""
     c = comparison
-    lines = [f"A recorded {c.a_record['finished'] or '?'}, B recorded {c.b_record['finished'] or '?'}"]
+    one_record = c.a_record is c.b_record  # `diff 1 1`: one record on both sides
+    lines = [f"A and B are one record, recorded {c.a_record['finished'] or '?'}" if one_record else
+             f"A recorded {c.a_record['finished'] or '?'}, B recorded {c.b_record['finished'] or '?'}"]
     if same_file(c):
         lines.append("A and B are the same file (same sha256): any difference is run-to-run noise")
     if c.a_record["interpreter"] or c.b_record["interpreter"]:
@@ -258,7 +237,7 @@ def notes(comparison: Comparison) -> list[str]:
         lines.append(f"left out, only A timed: {', '.join(shape_label(s) for s in c.only_a)}")
     if c.only_b:
         lines.append(f"left out, only B timed: {', '.join(shape_label(s) for s in c.only_b)}")
-    for side, record in (("A", c.a_record), ("B", c.b_record)):
+    for side, record in (("A", c.a_record),) if one_record else (("A", c.a_record), ("B", c.b_record)):
         if record["status"] != "pass":
             lines.append(f"{side}'s run ended '{record['status']}': {record['reason']}".rstrip(": "))
     if c.device.endswith("(remote)"):

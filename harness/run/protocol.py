@@ -245,20 +245,20 @@ def run_benchmarks(worker: Worker, cases: list, limit: TimeLimit, flush: str, bu
                    progress=_no_progress, warnings: list | None = None, on_case=_no_case_report) -> list:
     """Warm-up on the first case, then per case one correctness check and timed calls on the same input."""
     warnings = [] if warnings is None else warnings
-    progress(0, len(cases) + 1, f"warm-up: {spec_line(cases[0].spec)}")
+    progress(0, len(cases), f"warm-up: {spec_line(cases[0].spec)}")  # the count is of cases: no step of its own
     _warm_up(worker, cases[0], budgets.benchmark_warmup, flush, limit, warnings)
     return _each_case(cases, limit, lambda case: _benchmark_case(worker, case, False, budgets.benchmark, flush, limit),
-                      progress, on_case, first_step=1)
+                      progress, on_case)
 
 
 def run_leaderboard(worker: Worker, cases: list, limit: TimeLimit, flush: str, budgets: Budgets = OFFICIAL_BUDGETS,
                     progress=_no_progress, warnings: list | None = None, on_case=_no_case_report) -> list:
     """Warm-up, then per case fresh input (seed += 13) and a check on every call; stops at the first failing case."""
     warnings = [] if warnings is None else warnings
-    progress(0, len(cases) + 1, f"warm-up: {spec_line(cases[0].spec)}")
+    progress(0, len(cases), f"warm-up: {spec_line(cases[0].spec)}")
     _warm_up(worker, cases[0], budgets.leaderboard_warmup, flush, limit, warnings)
     return _each_case(cases, limit, lambda case: _benchmark_case(worker, case, True, budgets.leaderboard, flush, limit),
-                      progress, on_case, first_step=1, stop_on_failure="leaderboard mode stops at the first failure")
+                      progress, on_case, stop_on_failure="leaderboard mode stops at the first failure")
 
 
 def run_profile(worker: Worker, cases: list, limit: TimeLimit, progress=_no_progress, on_case=_no_case_report) -> list:
@@ -378,12 +378,17 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         budgets = interpreter_budgets(budgets)
     elif standin_serves_aiter(submission, platform):
         budgets = interpreter_budgets(budgets, STANDIN_REPEATS)  # the stand-in will serve it: correctness only
-    with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret, jail=jail) as worker:
+    def starting():  # the child's 1-2 s start, within the current step (None keeps its count)
+        progress(None, None, "starting the worker")
+
+    with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret, jail=jail,
+                on_start=starting) as worker:
         stressed = []
         if mode == "test":
             results = run_tests(worker, cases, limit, progress, on_case)
             if stress_specs and summarize(results)[0] == "pass":
-                stressed = run_tests(worker, make_cases(stress_specs, secret), TimeLimit(timeout_s, case_timeout_s))
+                stressed = run_tests(worker, make_cases(stress_specs, secret), TimeLimit(timeout_s, case_timeout_s),
+                                     lambda done, total, label: progress(done, total, f"stress: {label}"))
         elif mode == "benchmark":
             results = run_benchmarks(worker, cases, limit, flush, budgets, progress, warnings, on_case)
         elif mode == "leaderboard":

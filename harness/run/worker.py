@@ -68,8 +68,9 @@ class Worker:
     """A child process that serves one submission; restarted after any crash, timeout or exception."""
 
     def __init__(self, submission_path: Path, device: str, log_path: Path, triton_interpreter: bool = False,
-                 jail=None):
+                 jail=None, on_start=None):
         self.submission_path = Path(submission_path)
+        self.on_start = on_start  # called before each child starts (1-2 s), so that the user sees why it waits
         self.jail = jail  # harness/sandbox/guard.py's Jail: the sandbox or the private copies the child runs in
         self.device = device
         self.log_path = Path(log_path)
@@ -157,6 +158,8 @@ class Worker:
         if self._import_failure is not None:
             return dict(self._import_failure, log_tail="")  # the first case already showed the worker's output
         if self._process is None:
+            if self.on_start is not None:
+                self.on_start()
             self._start()
             problem = self._wait_until_ready()
             if problem:
