@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from harness.estimate import fit, launches as launch_lists
+from harness.estimate import fit, launches as launch_lists, mi355x_path
 from harness.estimate.gfx950_kernels import Gfx950Kernels
 from harness.estimate.model import Model, ShapeEstimate, estimate_shape
 from harness.platform import Platform, interprets_triton
@@ -129,6 +129,7 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
         interpret = interprets_triton(submission, platform)
         log = protocol.log_file_for(submission, "estimate")
         kernels = Gfx950Kernels(submission.path)  # compiled on first use, once per kernel for the whole run
+        path = mi355x_path.read(submission.path, platform.arch == "gfx950")  # the MI355X path when not shown here
         with Worker(submission.path, platform.torch_device, log, triton_interpreter=interpret) as worker:
             for index, shape in enumerate(shapes):
                 batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
@@ -142,8 +143,9 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
                 one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
                                                      lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
                 shape.recorded_kv = lengths
-                shape.estimate = estimate_shape((batch, kv), launch_lists.from_recording(one), model, kernels)
-        warnings += _kernel_model_warnings(shapes, platform)
+                priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv)
+                shape.estimate = estimate_shape((batch, kv), priced, model, kernels)
+        warnings += path.warnings(platform.describe()) or _kernel_model_warnings(shapes, platform)
     return EstimateRun(submission=submission, platform=platform, target=target, model=model, shapes=shapes,
                        refusal=refusal, status=status, warnings=warnings, started=started, finished=protocol.now_iso())
 
