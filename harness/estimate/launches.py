@@ -53,6 +53,11 @@ def from_recording(recording: dict, effects: tuple = ()) -> list[Launch]:
     return launches
 
 
+def recorded_warnings(recording: dict) -> set[str]:
+    """The stand-in's warnings on the recorded aiter calls (a kernel with a known ranked-mode risk)."""
+    return {call["warning"] for call in recording.get("aiter", []) if call.get("warning")}
+
+
 def _asm_bytes(call: dict) -> float:
     """The model's bytes for an asm decode call (KV + Q read, output written), from its shape and dtypes."""
     if call.get("total_kv") is None or call.get("total_q") is None:

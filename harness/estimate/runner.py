@@ -130,6 +130,7 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
         log = protocol.log_file_for(submission, "estimate")
         kernels = Gfx950Kernels(submission.path)  # compiled on first use, once per kernel for the whole run
         path = mi355x_path.read(submission.path, platform.arch == "gfx950")  # the MI355X path when not shown here
+        risks: set = set()
         with Worker(submission.path, platform.torch_device, log, triton_interpreter=interpret) as worker:
             for index, shape in enumerate(shapes):
                 batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
@@ -144,8 +145,10 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
                                                      lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
                 shape.recorded_kv = lengths
                 priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv)
+                risks |= launch_lists.recorded_warnings(one)
                 shape.estimate = estimate_shape((batch, kv), priced, model, kernels)
         warnings += path.warnings(platform.describe()) or _kernel_model_warnings(shapes, platform)
+        warnings += sorted(risks)
     return EstimateRun(submission=submission, platform=platform, target=target, model=model, shapes=shapes,
                        refusal=refusal, status=status, warnings=warnings, started=started, finished=protocol.now_iso())
 
