@@ -145,10 +145,11 @@ def test_the_samples_differ_the_way_the_model_says(sample_estimates):
     # and its bf16 KV (twice fp8's bytes) makes it dearer at the largest
     assert _us(np16, 0) < _us(plain, 0) and _us(np16, 1) > _us(plain, 1)
     kinds = {(p.launch.kind, p.launch.name) for p in gemm.shapes[0].estimate.priced}
-    assert ("torch", "aten.bmm") in kinds and not any(kind == "asm" for kind, _ in kinds)
+    assert ("gemm", "aten.bmm") in kinds and not any(kind == "asm" for kind, _ in kinds)
     assert _us(gemm, 1) == pytest.approx(_us(np16, 1))  # above GEMM_ROWS it is the same aiter call
-    # a few small torch launches and a bmm's bytes undercut the asm call's fixed cost and its reduce at 4 x 1k
-    assert _us(gemm, 0) < _us(np16, 0)
+    # the GEMM path is fitted now (issue 29): at 4 x 1k it costs more than the non-persistent a16w16 call, as the
+    # public figures say (dgavriloff v105 20.2 us against 23.8-25.7 us for kernelsanders' GEMM-path files)
+    assert _us(np16, 0) < _us(gemm, 0) < _us(plain, 0)
 
 
 def _estimate_record(label: str, us: float, band: tuple) -> dict:
