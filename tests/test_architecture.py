@@ -8,10 +8,11 @@ MAX_LINES = 450
 GROUPS = ("run", "results", "compile", "remote", "checks", "aiter_standin", "estimate", "sandbox")
 # The modules that run inside the submission's process (harness.run.child and what it may import).
 CHILD_SIDE = {"run.child", "run.faults", "run.timing", "run.limits", "run.poison", "run.accuracy", "run.recording", "paths", "aiter_standin",
-              "compile", "compile.aot", "compile.loops",
+              "compile", "compile.aot", "compile.loops", "run.persona",
               "aiter_standin.loader", "aiter_standin.errors", "aiter_standin.journal", "aiter_standin.dtypes",
               "aiter_standin.quant", "aiter_standin.fp4_utils", "aiter_standin.kernels", "aiter_standin.metadata",
-              "aiter_standin.attention", "aiter_standin.mla", "aiter_standin.decode", "sandbox.procs", "sandbox.inside"}
+              "aiter_standin.attention", "aiter_standin.mla", "aiter_standin.risks", "aiter_standin.decode",
+              "sandbox.procs", "sandbox.inside"}
 # sandbox/ keeps the child from changing the disk; it needs only the top and where the HIP toolchain cache lies.
 SANDBOX_MAY_IMPORT = {"top", "sandbox", "compile"}
 

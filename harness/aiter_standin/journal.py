@@ -2,13 +2,14 @@
 
 Entry keys (the interface the estimate builds on): api, kernel, variant ("a8w8" | "a16w8" | "a16w16" | None),
 persistent, q_dtype, kv_dtype, page_size, num_kv_splits, batch, total_q, total_kv (int or None), bytes_read,
-bytes_written, launches (GPU kernels the runner would launch for this call).
+bytes_written, launches (GPU kernels the runner would launch for this call), warning (a known risk of the
+runner's kernel for this call, harness/aiter_standin/risks.py; None when there is none).
 """
 import contextlib
 import threading
 
 KEYS = ("api", "kernel", "variant", "persistent", "q_dtype", "kv_dtype", "page_size", "num_kv_splits", "batch",
-        "total_q", "total_kv", "bytes_read", "bytes_written", "launches")
+        "total_q", "total_kv", "bytes_read", "bytes_written", "launches", "warning")
 _active: list[list] = []
 _lock = threading.Lock()
 

@@ -7,7 +7,7 @@ schedule (get_mla_metadata_v1) built for other q or kv lengths than the call pas
 """
 import torch
 
-from harness.aiter_standin import journal
+from harness.aiter_standin import journal, risks
 from harness.aiter_standin.attention import attend, merge
 from harness.aiter_standin.dtypes import fp32, short_name
 from harness.aiter_standin.errors import StandInRefusal, check, refuse
@@ -208,4 +208,5 @@ def _decode_entry(api, kernel, Q, KV, kv_indptr, spans, persistent, page_size, s
                          q_dtype=journal.dtype_name(Q.dtype), kv_dtype=journal.dtype_name(KV.dtype),
                          page_size=page_size, num_kv_splits=splits, batch=kv_indptr.numel() - 1,
                          total_q=Q.shape[0], total_kv=int(kv_indptr[-1]) * page_size,
-                         bytes_read=journal.tensor_bytes(Q) + kv_read, bytes_written=written, launches=launches)
+                         bytes_read=journal.tensor_bytes(Q) + kv_read, bytes_written=written, launches=launches,
+                         warning=risks.ranked_risk(kernel))

@@ -1,10 +1,12 @@
-"""The fit of the cost model to the calibration figures, and its leave-one-out test.
+"""The fit of the cost model to the calibration figures, and its leave-one-file-out test.
 
 Known costs (the Python call, aiter helper kernels, small torch launches, allocations: fixed figures from the
-facts) are taken off each figure; what is left is fitted, by least squares on relative error, as one host-sync
-cost shared by every row plus, per asm variant, a fixed cost and a cost per GB. A coefficient the data would make
-negative is held at zero. Leave-one-out drops each figure (and, separately, each whole row), refits and predicts
-what was dropped; the band every estimate prints is the range of the figure-level errors.
+facts) are taken off each benchmark-mode figure; what is left is fitted, by least squares on relative error,
+as one host-sync cost shared by every row, per asm variant a fixed cost, a cost per workgroup per CU and a
+cost per 1,000 serial KV tokens, and for the torch GEMM path a launch and a cost per GB. A coefficient the
+data would make negative is held at zero. The leave-one-file-out drops every figure of one timed file
+(benchmark and ranked rows alike), refits and predicts that file; the band every estimate prints is the
+range of those errors, so it covers them.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from harness.estimate import calibration as calib
-from harness.estimate.model import KernelFit, Model, estimate_shape, price
+from harness.estimate.model import Model, asm_features, estimate_shape, gemm_features, price
 
 
 class FitError(ValueError):
@@ -22,55 +24,71 @@ class FitError(ValueError):
 
 
 def _known_us(launches: list, cal: calib.Calibration) -> float:
-    """The part of a figure the facts already price (everything but syncs and the asm kernel)."""
-    probe = Model(calibration=cal, sync_us=0.0, sync_identified=False, kernels={})
-    return sum(price(launch, probe).us for launch in launches if launch.kind not in ("sync", "asm"))
+    """The part of a figure the facts already price (everything but syncs, asm kernels and GEMMs)."""
+    probe = Model(calibration=cal, coefficients={}, fitted=frozenset())
+    return sum(price(launch, probe).us for launch in launches if launch.kind not in ("sync", "asm", "gemm"))
 
 
-def _points(cal: calib.Calibration, skip: frozenset) -> list:
-    """(row, shape, time, launches) of every benchmark-mode figure not in `skip` ((row id, shape) pairs)."""
-    return [(row, shape, us, calib.row_launches(row, shape)) for row in cal.rows if row.mode == "benchmark"
-            for shape, us in row.times_us.items() if (row.id, shape) not in skip and (row.id, None) not in skip]
+def _features(launches: list) -> dict:
+    found: dict = {}
+    for launch in launches:
+        parts = (asm_features(launch) if launch.kind == "asm" else gemm_features(launch) if launch.kind == "gemm"
+                 else {"sync": float(launch.count)} if launch.kind == "sync" else {})
+        for key, value in parts.items():
+            found[key] = found.get(key, 0.0) + value
+    return found
 
 
-def fit(cal: calib.Calibration, skip: frozenset = frozenset()) -> Model:
-    points = _points(cal, skip)
-    if not points:
-        raise FitError("no calibration figures to fit")
-    variants = sorted({next(l.variant for l in launches if l.kind == "asm") for _, _, _, launches in points})
-    columns = ["sync"] + [f"{v}:fixed" for v in variants] + [f"{v}:per_gb" for v in variants]
-    matrix, target, weight = [], [], []
-    for _, _, us, launches in points:
-        asm = next(l for l in launches if l.kind == "asm")
-        syncs = sum(l.count for l in launches if l.kind == "sync")
-        row = [float(syncs)] + [float(asm.variant == v) for v in variants] + \
-              [asm.bytes / 1e9 if asm.variant == v else 0.0 for v in variants]
-        matrix.append(row)
-        target.append(us - _known_us(launches, cal))
-        weight.append(1.0 / us)
-    a, y, w = np.array(matrix), np.array(target), np.array(weight)
-    active = [i for i in range(len(columns)) if np.any(a[:, i])]
-    sync_identified = True
+def points(cal: calib.Calibration, skip_files: frozenset = frozenset()) -> list:
+    """(row, shape, time, launches) of every benchmark-mode figure of a file not in `skip_files`."""
+    return [(row, shape, us, calib.row_launches(row, shape)) for row in cal.rows
+            if row.mode == "benchmark" and row.file not in skip_files for shape, us in row.times_us.items()]
+
+
+def _solve(matrix: np.ndarray, target: np.ndarray, columns: list) -> dict:
+    """Non-negative least squares by dropping the most negative column until none is left."""
+    active = [i for i in range(len(columns)) if np.any(matrix[:, i])]
     while True:
-        sub = a[:, active] * w[:, None]
-        if np.linalg.matrix_rank(sub) < len(active) and 0 in active:
-            active.remove(0)  # every remaining figure has the same syncs as a fixed cost: the sync is not separable
-            sync_identified = False
-            continue
-        solution, *_ = np.linalg.lstsq(sub, y * w, rcond=None)
-        negative = [col for col, value in zip(active, solution) if value < 0]
+        solution, *_ = np.linalg.lstsq(matrix[:, active], target, rcond=None)
+        negative = [col for col, value in zip(active, solution) if value < -1e-12]
         if not negative:
-            break
+            return {columns[col]: max(0.0, float(v)) for col, v in zip(active, solution)}
         active.remove(min(negative, key=lambda col: solution[active.index(col)]))
-    values = dict.fromkeys(range(len(columns)), 0.0)
-    values.update(zip(active, solution))
-    kernels = {}
-    for index, variant in enumerate(variants):
-        used = sum(1 for _, _, _, launches in points if any(l.variant == variant for l in launches))
-        kernels[variant] = KernelFit(fixed_us=float(values[1 + index]),
-                                     us_per_gb=float(values[1 + len(variants) + index]), points=used)
-    return Model(calibration=cal, sync_us=float(values[0]), sync_identified=sync_identified and 0 in active,
-                 kernels=kernels, ranked_offset_us=ranked_offset(cal))
+
+
+def fit(cal: calib.Calibration, skip_files: frozenset = frozenset()) -> Model:
+    found = points(cal, skip_files)
+    if not found:
+        raise FitError("no calibration figures to fit")
+    rows = [_features(launches) for _, _, _, launches in found]
+    columns = sorted({key for row in rows for key in row})
+    # without a sync-free figure (or without a synced one) the sync cost merges with the fixed costs
+    if "sync" in columns and len({row.get("sync", 0.0) for row in rows}) == 1:
+        columns.remove("sync")
+    ranges = _per_cu_ranges(found)
+    for variant, (low, high) in ranges.items():
+        if high - low < 1e-9 and f"{variant}:per_cu" in columns:  # one value: it merges with the fixed cost
+            columns.remove(f"{variant}:per_cu")
+    weight = np.array([1.0 / us for _, _, us, _ in found])
+    matrix = np.array([[row.get(c, 0.0) for c in columns] for row in rows]) * weight[:, None]
+    target = np.array([us - _known_us(launches, cal) for _, _, us, launches in found]) * weight
+    coefficients = _solve(matrix, target, columns)
+    counts: dict = {}
+    for _, _, _, launches in found:
+        for key in {l.variant for l in launches if l.kind == "asm"} | {"gemm" for l in launches if l.kind == "gemm"}:
+            counts[key] = counts.get(key, 0) + 1
+    return Model(calibration=cal, coefficients=coefficients, fitted=frozenset(columns), points=counts,
+                 ranges=ranges, ranked_offset_us=ranked_offset(cal))
+
+
+def _per_cu_ranges(found: list) -> dict:
+    """variant -> (fewest, most) workgroups per CU among its figures: where its fit holds."""
+    seen: dict = {}
+    for _, _, _, launches in found:
+        for launch in (l for l in launches if l.kind == "asm"):
+            low, high = seen.get(launch.variant, (launch.per_cu, launch.per_cu))
+            seen[launch.variant] = (min(low, launch.per_cu), max(high, launch.per_cu))
+    return seen
 
 
 def ranked_offset(cal: calib.Calibration) -> tuple:
@@ -88,15 +106,15 @@ def ranked_offset(cal: calib.Calibration) -> tuple:
 
 @dataclass(frozen=True)
 class LeftOut:
-    """One prediction of a figure the fit did not see."""
+    """One prediction of a figure whose whole file the fit did not see."""
     row: str
+    file: str
     shape: tuple
     actual_us: float
     predicted_us: float
     low_us: float = 0.0
     high_us: float = 0.0
-    level: str = "figure"       # "figure": that figure dropped; "row": its whole row dropped
-    note: str = ""              # why a row-level prediction is not one the model can make
+    note: str = ""              # what the model could not fit without that file
 
     @property
     def error(self) -> float:
@@ -107,25 +125,28 @@ class LeftOut:
         return self.low_us <= self.actual_us <= self.high_us
 
 
-def _predicted(model: Model, row: calib.Row, shape: tuple, actual: float, **extra) -> LeftOut:
-    found = estimate_shape(shape, calib.row_launches(row, shape), model)
-    return LeftOut(row.id, shape, actual, found.us, found.low_us, found.high_us, **extra)
+def _note(model: Model, launches: list) -> str:
+    missing = sorted({l.variant for l in launches if l.kind == "asm" and l.variant not in model.variants()})
+    gemm = any(l.kind == "gemm" for l in launches) and not model.gemm_calibrated()
+    parts = [f"the only figures of {v}: bounded by the other variants" for v in missing]
+    parts += ["the only GEMM-path figures: bytes and a launch from the facts"] * gemm
+    if not model.sync_identified and any(l.kind == "sync" for l in launches):
+        parts.append("the sync cost is not identified without them")
+    return "; ".join(parts)
 
 
-def leave_one_out(cal: calib.Calibration, errors: tuple = (0.0, 0.0)) -> list[LeftOut]:
-    """Figure level: drop each figure, refit, predict it. Row level: drop each row, refit, predict its figures.
-    Each prediction's low/high is the band `errors` would print around it."""
+def leave_one_file_out(cal: calib.Calibration, errors: tuple = (0.0, 0.0)) -> list[LeftOut]:
+    """Each timed file dropped with all its figures, the model refitted, that file's figures predicted; each
+    prediction's low/high is the band `errors` would print around it."""
     found = []
-    for row, shape, us, _ in _points(cal, frozenset()):
-        model = replace(fit(cal, frozenset({(row.id, shape)})), errors=errors)
-        found.append(_predicted(model, row, shape, us))
-    for row in (r for r in cal.rows if r.mode == "benchmark"):
-        model = replace(fit(cal, frozenset({(row.id, None)})), errors=errors)
-        variant = calib.variant_key(row.structure["variant"], row.structure["persistent"])
-        note = "" if variant in model.kernels else f"the only figures of {variant}: bounded by the other variants"
-        if not model.sync_identified and row.structure["syncs"] == 0:
-            note = "the only figures without a host sync: the sync cost is not identified without them"
-        found += [_predicted(model, row, shape, us, level="row", note=note) for shape, us in row.times_us.items()]
+    for name in sorted({row.file for row in cal.rows if row.mode == "benchmark"}):
+        model = replace(fit(cal, frozenset({name})), errors=errors)
+        for row, shape, us, launches in points(cal):
+            if row.file != name:
+                continue
+            shaped = estimate_shape(shape, launches, model)
+            found.append(LeftOut(row.id, name, shape, us, shaped.us, shaped.low_us, shaped.high_us,
+                                 _note(model, launches)))
     return found
 
 
@@ -134,13 +155,20 @@ def _outward(value: float, step: float = 1e-3, up: bool = True) -> float:
     return round((math.ceil if up else math.floor)(value / step) * step, 6)
 
 
+def band_errors(left_out: list) -> tuple:
+    """(lowest, highest) error the band must allow so that every left-out figure lies inside the range its
+    prediction prints: a figure's low end is (its calibrated part + its loose parts' lows) / (1 + highest)."""
+    lowest = min([0.0] + [item.high_us / item.actual_us - 1 for item in left_out])
+    highest = max([0.0] + [item.low_us / item.actual_us - 1 for item in left_out])
+    return _outward(lowest, up=False), _outward(highest)
+
+
 def calibrated_model(cal: calib.Calibration | None = None) -> tuple[Model, list[LeftOut]]:
-    """The model fitted to every figure, its band set to the range of the figure-level leave-one-out errors, and
-    every leave-one-out prediction with the band that model prints around it."""
+    """The model fitted to every figure, its band set to cover every leave-one-file-out prediction, and those
+    predictions with the band that model prints around them."""
     cal = cal or calib.load()
-    errors = [item.error for item in leave_one_out(cal) if item.level == "figure"]
-    band = (_outward(min(errors), up=False), _outward(max(errors)))
-    return replace(fit(cal), errors=band), leave_one_out(cal, band)
+    band = band_errors(leave_one_file_out(cal))
+    return replace(fit(cal), errors=band), leave_one_file_out(cal, band)
 
 
 def geomean_error(items: list[LeftOut]) -> float:

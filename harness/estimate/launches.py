@@ -8,23 +8,38 @@ path at the official shape: the note says so when the two short recordings alrea
 """
 from __future__ import annotations
 
-from harness.estimate.calibration import Launch, element_bytes, kernel_bytes, variant_dtypes, variant_key
+from harness.estimate.calibration import (Launch, element_bytes, kernel_bytes, schedule, variant_dtypes,
+                                          variant_key)
+
+# torch ops that run as rocBLAS / hipBLASLt GEMMs on the runner: priced by the fitted GEMM costs
+GEMM_OPS = ("aten.mm", "aten.bmm", "aten.addmm", "aten.baddbmm", "aten._scaled_mm", "aten.matmul")
 
 
-def from_recording(recording: dict) -> list[Launch]:
-    """The launches of one recorded call, the Python call first."""
+def _asm(call: dict, name: str) -> Launch:
+    """An asm decode call with its schedule on 256 CUs (batch, KV per sequence, split count)."""
+    batch = int(call.get("batch") or call.get("total_q") or 1)
+    kv = int(call.get("total_kv") or 0) // max(batch, 1)
+    splits = call.get("num_kv_splits")
+    per_cu, tokens = schedule(batch, kv, splits, bool(call.get("persistent")))
+    return Launch("asm", name, bytes=_asm_bytes(call), per_cu=per_cu, serial_tokens=tokens,
+                  variant=variant_key(call["variant"], call.get("persistent"), splits))
+
+
+def from_recording(recording: dict, effects: tuple = ()) -> list[Launch]:
+    """The launches of one recorded call, the Python call first; `effects` ("torch_compile", "tunableop") are
+    the options the file's source turns on, applied to its torch launches."""
     launches = [Launch("python", "custom_kernel call")]
     for call in recording.get("aiter", []):
         count = int(call.get("launches") or 0)
         name = str(call.get("kernel") or call.get("api") or "aiter call")
         if call.get("variant"):
-            launches.append(Launch("asm", name, bytes=_asm_bytes(call), variant=variant_key(call["variant"],
-                                                                                              call.get("persistent"))))
+            launches.append(_asm(call, name))
             launches += [Launch("aiter", f"mla reduce ({name})") for _ in range(count - 1)]
         elif count:
             launches.append(Launch("aiter", name, count=count))
     for name, op in sorted(recording.get("ops", {}).items()):
-        launches.append(Launch("torch", name, count=int(op["count"]), bytes=float(op["bytes"])))
+        kind = "gemm" if name in GEMM_OPS else "torch"
+        launches.append(Launch(kind, name, count=int(op["count"]), bytes=float(op["bytes"]), effects=effects))
     triton: dict = {}
     for kernel in recording.get("triton", []):
         name = kernel["name"] + (f" grid {tuple(kernel['grid'])}" if kernel.get("grid") else "")
@@ -36,6 +51,11 @@ def from_recording(recording: dict) -> list[Launch]:
         launches.append(Launch("alloc", "torch.empty", count=int(recording["allocations"])))
     launches += [Launch("sync", what, count=int(n)) for what, n in sorted(recording.get("syncs", {}).items()) if n]
     return launches
+
+
+def recorded_warnings(recording: dict) -> set[str]:
+    """The stand-in's warnings on the recorded aiter calls (a kernel with a known ranked-mode risk)."""
+    return {call["warning"] for call in recording.get("aiter", []) if call.get("warning")}
 
 
 def _asm_bytes(call: dict) -> float:

@@ -1,11 +1,14 @@
 """The MI355X cost model: a price for every launch a call makes, and the estimate of one shape with its band.
 
-A call costs the Python call itself, each asm MLA kernel (a fixed cost plus bytes at the variant's fitted cost per
-byte), each aiter helper kernel and small torch launch (fixed costs from the facts), each allocation, and each host
-sync (fitted). Nothing is invented: a variant with no calibration figure is bounded by the calibrated variants at
-the same bytes, and bytes of torch ops and Triton kernels are priced between the 8 TB/s peak and the slowest
-bandwidth the fit found ("kernel model, uncalibrated"); both widen the band. A Triton kernel with a gfx950 compile
-is priced by the kernel model instead (harness/estimate/kernel_model.py: its loop's instructions against its bytes).
+A call costs the Python call itself, each asm MLA kernel (per variant: a fixed cost, a cost per workgroup per CU
+- the batch and split count - and a cost per 1,000 KV tokens the busiest CU reads in turn), each torch GEMM
+(a launch and a cost per GB, fitted to the public GEMM-path figures), each aiter helper kernel and small torch
+launch (fixed costs from the facts), each allocation, and each host sync (fitted). Nothing is invented: a
+variant with no calibration figure is bounded by the calibrated variants at the same schedule, torch.compile
+and TunableOp scale the GEMM path by their one public pair each (band: no effect to that effect), and bytes of
+other torch ops and of Triton kernels are priced between the 8 TB/s peak and the slowest effective bandwidth
+the fit found ("kernel model, uncalibrated"); all of these widen the band. A Triton kernel with a gfx950
+compile is priced by the kernel model instead (harness/estimate/kernel_model.py).
 """
 from __future__ import annotations
 
@@ -16,35 +19,62 @@ from harness.estimate import kernel_model
 from harness.estimate.calibration import Calibration, Launch
 from harness.estimate.kernel_model import UNCALIBRATED
 
+ASM_TERMS = ("fixed", "per_cu", "per_ktoken")  # what an asm variant's price is made of
+GEMM_TERMS = ("gemm:launch", "gemm:per_gb")
 
-@dataclass(frozen=True)
-class KernelFit:
-    """One asm variant: time = fixed_us + us_per_gb * GB moved, fitted to `points` figures."""
-    fixed_us: float
-    us_per_gb: float
-    points: int
 
-    def us(self, nbytes: float) -> float:
-        return self.fixed_us + self.us_per_gb * nbytes / 1e9
+def asm_features(launch: Launch) -> dict:
+    """The fit's columns of one asm launch (all `count` of them)."""
+    n = launch.count
+    values = (1.0, launch.per_cu, launch.serial_tokens / 1e3)
+    return {f"{launch.variant}:{term}": n * v for term, v in zip(ASM_TERMS, values)}
 
-    @property
-    def bandwidth(self) -> float | None:
-        """Effective bytes/s of the per-byte part (None when the fit found no per-byte cost)."""
-        return 1e15 / self.us_per_gb if self.us_per_gb > 0 else None
+
+def gemm_features(launch: Launch) -> dict:
+    return {"gemm:launch": float(launch.count), "gemm:per_gb": launch.bytes / 1e9}
 
 
 @dataclass(frozen=True)
 class Model:
     calibration: Calibration
-    sync_us: float
-    sync_identified: bool
-    kernels: dict                  # variant key ("a8w8_ps") -> KernelFit
-    errors: tuple = (0.0, 0.0)     # (lowest, highest) leave-one-out error, predicted / actual - 1
+    coefficients: dict             # column ("a8w8_ps:fixed", "gemm:launch", "sync") -> us per unit
+    fitted: frozenset              # the columns some figure constrained (a variant is calibrated when its fixed is)
+    points: dict = field(default_factory=dict)  # variant key or "gemm" -> figures that used it
+    ranges: dict = field(default_factory=dict)  # variant key -> (fewest, most) workgroups per CU of its figures
+    errors: tuple = (0.0, 0.0)     # (lowest, highest) leave-one-file-out error, predicted / actual - 1
     ranked_offset_us: tuple = (0.0, 5.0)
 
+    @property
+    def sync_us(self) -> float:
+        return self.coefficients.get("sync", 0.0)
+
+    @property
+    def sync_identified(self) -> bool:
+        return "sync" in self.fitted
+
+    def variants(self) -> list[str]:
+        return sorted(key.split(":")[0] for key in self.fitted if key.endswith(":fixed"))
+
+    def asm_us(self, launch: Launch, variant: str | None = None) -> float:
+        probe = launch if variant is None else Launch("asm", launch.name, launch.count, launch.bytes,
+                                                      variant, per_cu=launch.per_cu,
+                                                      serial_tokens=launch.serial_tokens)
+        return sum(self.coefficients.get(k, 0.0) * v for k, v in asm_features(probe).items())
+
+    def gemm_calibrated(self) -> bool:
+        return "gemm:launch" in self.fitted or "gemm:per_gb" in self.fitted
+
     def slowest_bandwidth(self) -> float:
-        found = [fit.bandwidth for fit in self.kernels.values() if fit.bandwidth]
-        return min(found) if found else self.calibration.peak_bandwidth
+        """The lowest effective bandwidth of a calibrated asm variant at 256 x 8k (bytes over its price)."""
+        found = []
+        for variant in self.variants():
+            kv_bytes = 1 if variant.split("_")[0].endswith("w8") else 2
+            probe = Launch("asm", "probe", variant=variant, per_cu=1.0, serial_tokens=8192.0)
+            us = self.asm_us(probe)
+            if us > 0:
+                found.append(256 * 8192 * 576 * kv_bytes / us * 1e6)
+        return min([f for f in found if f < self.calibration.peak_bandwidth] or
+                   [self.calibration.peak_bandwidth / 2])
 
 
 @dataclass(frozen=True)
@@ -73,13 +103,55 @@ def _bytes_range(nbytes: float, model: Model, share: float = 1.0) -> tuple:
     return low, low, nbytes / (model.slowest_bandwidth() * share) * 1e6
 
 
+def _with_effects(priced: Priced, model: Model) -> Priced:
+    """torch.compile / TunableOp: the point and low end scaled by their public factor, the high end unscaled."""
+    factor, names = 1.0, []
+    for name in priced.launch.effects:
+        value = (model.calibration.effects or {}).get(name)
+        if value:
+            factor *= value[0]
+            names.append(f"{name} x{value[0]:.2f}")
+    if not names:
+        return priced
+    return Priced(priced.launch, priced.us * factor, priced.low_us * factor, priced.high_us,
+                  f"{priced.basis}; {', '.join(names)} (one public pair each)", False)
+
+
+def _asm_price(launch: Launch, model: Model) -> Priced:
+    variant = launch.variant
+    fewest, most = model.ranges.get(variant, (0.0, math.inf))
+    inside = fewest - 1e-9 <= launch.per_cu <= most + 1e-9
+    if variant in model.variants() and inside:
+        us = model.asm_us(launch)
+        return Priced(launch, us, us, us, f"fitted to {model.points.get(variant, 0)} figures", True)
+    others = [model.asm_us(launch, other) for other in model.variants()] or [0.0]
+    low, high = min(others), max(others)
+    why = (f"no figure for {variant}" if variant not in model.variants() else
+           f"{launch.per_cu:.3g} workgroups per CU, outside its figures' {fewest:.3g}-{most:.3g}")
+    return Priced(launch, math.sqrt(max(low, 1e-9) * max(high, 1e-9)), low, high,
+                  f"{why}: bounded by the calibrated variants", False)
+
+
+def _gemm_price(launch: Launch, model: Model) -> Priced:
+    c = model.coefficients
+    if model.gemm_calibrated():
+        us = c.get("gemm:launch", 0.0) * launch.count + c.get("gemm:per_gb", 0.0) * launch.bytes / 1e9
+        return _with_effects(Priced(launch, us, us, us, f"fitted to {model.points.get('gemm', 0)} figures",
+                                    True), model)
+    base = model.calibration.torch_launch_us * launch.count
+    point, low, high = _bytes_range(launch.bytes, model)
+    return _with_effects(Priced(launch, base + point, base + low, base + high,
+                                f"no GEMM figure: launch (facts) + bytes: {UNCALIBRATED}", False), model)
+
+
 def price(launch: Launch, model: Model, kernels=None) -> Priced:
     """One launch's price; `kernels` (estimate/gfx950_kernels.py's Gfx950Kernels) gives Triton kernels their gfx950
     compile for the kernel model."""
     cal = model.calibration
     n = launch.count
     if launch.kind == "python":
-        return Priced(launch, cal.python_call_us * n, cal.python_call_us * n, cal.python_call_us * n, "fixed (facts)", True)
+        us = cal.python_call_us * n
+        return Priced(launch, us, us, us, "fixed (facts)", True)
     if launch.kind == "alloc":
         us = cal.allocation_us * n
         return Priced(launch, us, us, us, "fixed (facts)", True)
@@ -88,14 +160,9 @@ def price(launch: Launch, model: Model, kernels=None) -> Priced:
         basis = "fitted" if model.sync_identified else "fitted (sync not identified in this fit)"
         return Priced(launch, us, us, us, basis, True)
     if launch.kind == "asm":
-        fit = model.kernels.get(launch.variant)
-        if fit is not None:
-            us = fit.us(launch.bytes) * n
-            return Priced(launch, us, us, us, f"fitted to {fit.points} figures", True)
-        others = [other.us(launch.bytes) * n for other in model.kernels.values()]
-        low, high = min(others), max(others)
-        return Priced(launch, math.sqrt(low * high), low, high,
-                      f"no figure for {launch.variant}: bounded by the calibrated variants", False)
+        return _asm_price(launch, model)
+    if launch.kind == "gemm":
+        return _gemm_price(launch, model)
     if launch.kind == "aiter":
         kind = _helper_kind(launch.name)
         if kind in cal.aiter_kernel_us:  # the facts time one call of each; a call's further launches are small ones
@@ -105,9 +172,15 @@ def price(launch: Launch, model: Model, kernels=None) -> Priced:
         low, high = min(helpers) * n, max(helpers) * n
         return Priced(launch, math.sqrt(low * high), low, high, f"no figure for {launch.name}: bounded by the "
                       "aiter helpers' figures", False)
-    # torch ops and Triton kernels: a launch from the facts, their bytes by the roofline; a Triton grid of fewer
-    # programs than compute units keeps only that share of the chip (and of its bandwidth) busy
-    base = cal.torch_launch_us * n
+    found = _launch_and_bytes(launch, model, kernels)
+    return _with_effects(found, model) if launch.kind == "torch" else found
+
+
+def _launch_and_bytes(launch: Launch, model: Model, kernels) -> Priced:
+    """torch ops and Triton kernels: a launch from the facts, their bytes by the roofline; a Triton grid of fewer
+    programs than compute units keeps only that share of the chip (and of its bandwidth) busy."""
+    cal = model.calibration
+    base = cal.torch_launch_us * launch.count
     share = min(1.0, launch.programs / cal.compute_units) if launch.programs else 1.0
     point, low, high = _bytes_range(launch.bytes, model, share)
     if launch.bytes <= 0:
@@ -138,7 +211,8 @@ class ShapeEstimate:
 
 
 def estimate_shape(shape: tuple, launches: list, model: Model, kernels=None) -> ShapeEstimate:
-    """The benchmark-mode and ranked-mode estimate of one shape, with bands that cover the leave-one-out errors."""
+    """The benchmark-mode and ranked-mode estimate of one shape, with bands that cover the leave-one-file-out
+    errors."""
     priced = [price(launch, model, kernels) for launch in launches]
     calibrated = sum(p.us for p in priced if p.calibrated)
     loose = [p for p in priced if not p.calibrated]

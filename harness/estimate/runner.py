@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from harness.estimate import fit, launches as launch_lists
+from harness.estimate import fit, launches as launch_lists, mi355x_path
+from harness.estimate.calibration import CUS
 from harness.estimate.gfx950_kernels import Gfx950Kernels
 from harness.estimate.model import Model, ShapeEstimate, estimate_shape
 from harness.platform import Platform, interprets_triton
@@ -133,20 +134,24 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
     if not refusal:
         protection = protection or guard.choose("auto")
         with session.guarded(submission, platform, protection) as held:
-            refusal, status = _record_shapes(held, shapes, model, budget, progress)
+            refusal, status, on_path, risks = _record_shapes(held, shapes, model, budget, progress)
         if held.problems:
             refusal, status = held.problems[0], "fail"
             warnings += held.problems[1:]
-        warnings += _kernel_model_warnings(shapes, platform)
+        warnings += (on_path or _kernel_model_warnings(shapes, platform)) + risks
     return EstimateRun(submission=submission, platform=platform, target=target, model=model, shapes=shapes,
                        refusal=refusal, status=status, warnings=warnings, started=started, finished=records.now_iso())
 
 
 def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: int, progress) -> tuple:
-    """Each shape recorded in one worker and priced; ("", "pass") or (why, "fail") at the first that fails."""
+    """Each shape recorded in one worker and priced on the file's MI355X path; (refusal, status, the path's
+    warnings, the stand-in's risks): ("", "pass", ...) or (why, "fail", ...) at the first shape that fails."""
     platform = held.platform
     # Compiled on first use in a worker of their own (no interpreter), once per kernel for the whole run.
     kernels = Gfx950Kernels(lambda name: compiling.triton_reports(held, "gfx950", [name], preferred=True))
+    sizes = [[int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])] for shape in shapes]
+    path = mi355x_path.read(held.submission.path, platform.arch == "gfx950", lambda: _rocm_plan(held, sizes))
+    risks: set = set()
     with held.start_worker("estimate", interprets_triton(held.submission, platform)) as worker:
         for index, shape in enumerate(shapes):
             batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
@@ -155,12 +160,23 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
             lengths = recording_lengths(batch, kv, platform.is_gpu, budget)
             recorded, failure = _record_shape(worker, shape.spec, lengths, platform.torch_device)
             if failure:
-                return f"{batch}×{kv}: {failure}", "fail"
+                return f"{batch}×{kv}: {failure}", "fail", [], []
             one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
                                                  lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
             shape.recorded_kv = lengths
-            shape.estimate = estimate_shape((batch, kv), launch_lists.from_recording(one), model, kernels)
-    return "", "pass"
+            priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv)
+            risks |= launch_lists.recorded_warnings(one)
+            shape.estimate = estimate_shape((batch, kv), priced, model, kernels)
+    return "", "pass", path.warnings(platform.describe()), sorted(risks)
+
+
+def _rocm_plan(held: session.Guarded, sizes: list) -> dict:
+    """harness/run/persona.py's answer from the submission's worker (its import failing is said as the reason)."""
+    reply = held.ask("rocm_plan", CALL_LIMIT_S, shapes=sizes, cus=CUS)
+    if reply["ok"]:
+        return reply["result"]
+    return {"options": None, "has_merge": False, "splits": {},
+            "why_not": f"the file cannot be imported to read its launch options: {reply['message']}"}
 
 
 def _shape_payload(shape: ShapeRun) -> dict:

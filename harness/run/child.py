@@ -298,8 +298,16 @@ def _run_single_compile(target: str, kernels: list | None = None, preferred: boo
     return {"error": None, "reports": [dataclasses.asdict(report) for report in reports]}
 
 
+def _run_single_rocm_plan(shapes: list, cus: int) -> dict:
+    """`harness estimate` off an MI355X: the launch options and split counts the file would choose there."""
+    from harness.run import persona
+
+    return persona.rocm_plan(_imported_submission(), [tuple(shape) for shape in shapes], cus)
+
+
 OPERATIONS = {
     "compile": _run_single_compile,
+    "rocm_plan": _run_single_rocm_plan,
     "test": _run_single_test,
     "benchmark": _run_single_benchmark,
     "profile": _run_single_profile,

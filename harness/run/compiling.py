@@ -20,8 +20,7 @@ def triton_reports(held: session.Guarded, target: str, kernels: list | None = No
                    preferred: bool = False) -> list:
     """aot.KernelReport per Triton kernel variant, compiled in the submission's worker; CompileError (one line)
     when the file cannot be imported or its AOT_SPECS are wrong."""
-    with held.start_worker(f"compile-{target}") as worker:
-        reply = worker.call("compile", COMPILE_LIMIT_S, target=target, kernels=kernels, preferred=preferred)
+    reply = held.ask("compile", COMPILE_LIMIT_S, target=target, kernels=kernels, preferred=preferred)
     if not reply["ok"]:
         raise ImportFailed(f"cannot import {held.submission.path.name}: {reply['message']}")
     if reply["result"]["error"]:

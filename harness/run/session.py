@@ -84,6 +84,11 @@ class Guarded:
     jail: guard.Jail | None
     problems: list = dataclasses.field(default_factory=list)
 
+    def ask(self, op: str, limit_s: float, **args) -> dict:
+        """One request to a worker of its own (no interpreter), started for it and closed after: the reply."""
+        with self.start_worker(op) as worker:
+            return worker.call(op, limit_s, **args)
+
     def start_worker(self, purpose: str, interpret: bool = False) -> Worker:
         """A worker for this submission in the jail, logging to its own file (used in a `with`)."""
         log = protocol.log_file_for(self.submission, purpose)
