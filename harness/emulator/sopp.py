@@ -17,9 +17,14 @@ CONDITIONS = {
 }
 
 
+def simm16(ins) -> int:
+    """The signed 16-bit immediate from the encoding (objdump prints it unsigned)."""
+    value = ins.words[0] & 0xFFFF
+    return value - 0x10000 if value & 0x8000 else value
+
+
 def target_index(program, ins) -> int:
-    offset = int(ins.operands[0], 0)
-    address = ins.pc + 4 + 4 * offset
+    address = ins.pc + 4 + 4 * simm16(ins)
     if address not in program.index_of:
         raise NotEmulated(ins.mnemonic, detail=f"branch into no instruction at 0x{address:x}")
     return program.index_of[address]
@@ -75,7 +80,7 @@ def pc_moves(ins, name, program, index):
         return jump
     if name == "call_b64":
         write = scalar_writer(ops[0], 64)
-        address = ins.pc + 4 + 4 * int(ins.operands[1], 0)
+        address = ins.pc + 4 + 4 * simm16(ins)
         target = program.index_of[address]
 
         def call(w):

@@ -217,6 +217,26 @@ def cvt_from_minifloat(table, packed: bool):
     return builder
 
 
+def bit_op3(width: int):
+    """v_bitop3_b32/_b16: each result bit is bit (S0 << 2 | S1 << 1 | S2) of the 8-bit table."""
+    def builder(ins):
+        ops = operands_of(ins)
+        write = vector_writer(ops[0])
+        readers = [vector_reader(op, width) for op in ops[1:4]]
+        table = int(ins.modifiers.get("bitop3", "0"), 0)
+        mask = np.uint32(0xFFFFFFFF if width == 32 else 0xFFFF)
+
+        def run(w):
+            a, b, c = (np.asarray(r(w)).astype(np.uint32) for r in readers)
+            out = np.zeros(np.broadcast(a, b, c).shape, np.uint32)
+            for code in range(8):
+                if table >> code & 1:
+                    out |= (a if code & 4 else ~a) & (b if code & 2 else ~b) & (c if code & 1 else ~c)
+            write(w, out & mask)
+        return run
+    return builder
+
+
 def nothing(ins):
     return lambda w: None
 
@@ -229,6 +249,7 @@ FORMS = {
     "readlane_b32": readlane, "readfirstlane_b32": readlane, "writelane_b32": writelane,
     "mbcnt_lo_u32_b32": mbcnt(False), "mbcnt_hi_u32_b32": mbcnt(True),
     "div_scale_f32": div_scale(32), "div_scale_f64": div_scale(64), "div_fmas_f32": div_fmas,
+    "bitop3_b32": bit_op3(32), "bitop3_b16": bit_op3(16),
     "div_fixup_f32": div_fixup(32), "div_fixup_f64": div_fixup(64), "swap_b32": swap, "nop": nothing,
     "cvt_pk_fp8_f32": cvt_pk_to_minifloat(FP8_E4M3), "cvt_pk_bf8_f32": cvt_pk_to_minifloat(BF8_E5M2),
     "cvt_f32_fp8": cvt_from_minifloat(FP8_E4M3, False), "cvt_f32_bf8": cvt_from_minifloat(BF8_E5M2, False),

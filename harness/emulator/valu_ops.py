@@ -118,20 +118,6 @@ def frexp_exp(x):
     return np.where(np.isfinite(x), e, 0)
 
 
-def bitop3(table):
-    """v_bitop3_b32: each result bit is bit (s0<<2 | s1<<1 | s2) of the 8-bit table."""
-    def run(a, b, c):
-        out = np.zeros(np.broadcast(a, b, c).shape, np.uint32)
-        for code in range(8):
-            if table >> code & 1:
-                pick_a = a if code & 4 else ~a
-                pick_b = b if code & 2 else ~b
-                pick_c = c if code & 1 else ~c
-                out |= pick_a & pick_b & pick_c
-        return out
-    return run
-
-
 F, I, UU, B = "f32", "i32", "u32", "b32"
 OPS = {
     # VOP2 / VOP3 fp32
