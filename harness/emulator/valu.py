@@ -31,6 +31,16 @@ def bits(text: str | None, count: int = 4) -> list[int]:
     return values + [0] * (count - len(values))
 
 
+def op_sel(modifiers: dict, sources: int) -> tuple[list[int], int]:
+    """VOP3 op_sel as printed: one bit per source, then the destination's bit last."""
+    text = modifiers.get("op_sel")
+    if not text:
+        return [0] * 4, 0
+    values = [int(x) for x in text.strip("[]").split(",")]
+    destination = values[sources] if len(values) > sources else 0
+    return values[:sources] + [0] * (4 - sources), destination
+
+
 def typed(raw, kind: str, high: bool = False):
     """Raw lane bits as the operand type's numpy values."""
     width = WIDTH[kind]
@@ -104,14 +114,14 @@ def build(ins, name: str):
         sources = sources + [destination]
     if len(sources) != len(kinds):
         raise NotEmulated(ins.mnemonic, detail=f"{len(sources)} operands")
-    opsel = bits(ins.modifiers.get("op_sel"))
+    opsel, destination_high = op_sel(ins.modifiers, len(ins.operands) - 1)
     readers = source_readers(ins, sources, kinds, opsel)
     write_mask = None
     if ins.mnemonic.endswith("_dpp"):
         read0, write_mask = dpp.dpp_source(readers[0][0], ins.modifiers)
         readers[0] = (read0,) + readers[0][1:]
     post = output_modifiers(ins.modifiers, result_kind)
-    store = result_store(ins, destination, result_kind, opsel[3])
+    store = result_store(ins, destination, result_kind, destination_high)
 
     def run(w):
         values = [typed(read(w), kind, high) for read, kind, high in readers]

@@ -6,7 +6,7 @@ from .errors import NotEmulated
 from .numerics import BF8_E5M2, FP8_E4M3, encode_minifloat, fma_f32
 from .operands import (lane_mask_reader, lane_mask_writer, parse, scalar_reader, scalar_writer,
                        vector_reader, vector_writer)
-from .valu import bits, typed
+from .valu import bits, op_sel, typed
 from .wave import lane_mask
 
 LANE = np.arange(64, dtype=np.uint64)
@@ -172,7 +172,7 @@ def cvt_pk_to_minifloat(table):
         row = ops[0].index
         write = vector_writer(ops[0])
         a, b = vector_reader(ops[1], 32, True), vector_reader(ops[2], 32, True)
-        high = bits(ins.modifiers.get("op_sel"))[3]
+        high = op_sel(ins.modifiers, 2)[1]
         saturate = "clamp" in ins.modifiers
 
         def run(w):

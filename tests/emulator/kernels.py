@@ -86,8 +86,10 @@ def assemble(body: str, name: str = "k", pointers: int = 1, lds: int = 0, vgprs:
     with tempfile.TemporaryDirectory() as folder:
         source, obj, co = (Path(folder) / n for n in ("k.s", "k.o", "k.co"))
         source.write_text(text)
-        subprocess.run([tool("llvm-mc-22"), "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx950", "-filetype=obj",
-                        str(source), "-o", str(obj)], check=True, capture_output=True, timeout=60)
+        done = subprocess.run([tool("llvm-mc-22"), "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx950",
+                               "-filetype=obj", str(source), "-o", str(obj)], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
         subprocess.run([tool("ld.lld-22"), "-shared", str(obj), "-o", str(co)], check=True,
                        capture_output=True, timeout=60)
         return co.read_bytes()

@@ -147,7 +147,7 @@ def link_command(chain, spec, objects: list[Path], runtime: Path,
 def build(spec: InlineSpec, into: Path) -> Path:
     """The extension built into `into`/<key>/; returns its .so path."""
     chain = hip_toolchain.find()
-    runtime = library.built_path(chain)
+    runtime = library.built_path(chain, into)
     final = into / spec.key
     with tempfile.TemporaryDirectory(dir=into) as folder:
         work = Path(folder)

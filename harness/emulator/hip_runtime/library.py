@@ -83,13 +83,14 @@ def soname(chain) -> str:
     return f"libharness_hiprt_{digest}.so"
 
 
-def built_path(chain) -> Path:
-    """The library, built now if no build folder holds it."""
+def built_path(chain, into: Path | None = None) -> Path:
+    """The library, built now (into `into`, else the first writable
+    folder) if no build folder holds it."""
     name = soname(chain)
-    for folder in build_folders():
+    for folder in [*filter(None, [into]), *build_folders()]:
         if (folder / "lib" / name).is_file():
             return folder / "lib" / name
-    target = writable_folder() / "lib" / name
+    target = (into or writable_folder()) / "lib" / name
     target.parent.mkdir(parents=True, exist_ok=True)
     include, lib = torch_paths()
     partial = target.with_suffix(f".{os.getpid()}.tmp")
