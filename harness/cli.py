@@ -367,7 +367,7 @@ def list_submissions(submissions, run_all, device):
     from harness import submission as subs
 
     check_submissions_or_all(submissions, run_all)
-    here = platforms.detect(device)
+    here = platforms.run_platform(device)
     found = [subs.resolve(arg) for arg in submissions] if submissions else subs.discover()
     console = display.console()
     if not found:
@@ -389,7 +389,7 @@ def doctor(device):
     from harness import submission as subs
     from harness.sandbox import guard
 
-    here = platforms.detect(device)
+    here = platforms.run_platform(device)
     console = display.console()
     console.print(display.machine_table(here))
     console.print(f"protection of runs: {guard.choose('auto').describe()}", highlight=False, markup=False,

@@ -211,9 +211,20 @@ def machine_table(here) -> Table:
     facts.add_row("device", here.device_name)
     facts.add_row("arch", here.arch)
     facts.add_row("backend", here.backend)
+    facts.add_row("gfx950 emulator", escape(_emulator_line(here)))
     for name, version in here.versions.items():
         facts.add_row(name, version or "[dim]not installed[/]")
     return facts
+
+
+def _emulator_line(here) -> str:
+    """What the gfx950 emulator covers, and whether HIP goes to it here."""
+    from harness import platform as platforms
+
+    if getattr(here, "emulate_gfx950", False):
+        return f"on: {platforms.EMULATED_HIP}"
+    missing = platforms.emulator_missing()
+    return f"off: {missing}" if missing else "off here (--device gfx950, or a machine without a GPU, turns it on)"
 
 
 def reach_table(verdicts: dict) -> Table:
