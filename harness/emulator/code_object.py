@@ -2,6 +2,8 @@
 import struct
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import msgpack_note
 from .disasm import Program, disassemble
 
@@ -41,13 +43,20 @@ class CodeObject:
     blob: bytes
     kernels: dict[str, KernelInfo]
     sections: list[tuple[str, int, int, int]]
+    image: np.ndarray | None = None
     _program: Program | None = None
+
+    @property
+    def image_address(self) -> int:
+        """Where the loaded segments live in host memory: a code address is this plus its vaddr."""
+        return self.image.ctypes.data
 
     @property
     def program(self) -> Program:
         """Every instruction of the text, decoded once on first use."""
         if self._program is None:
             self._program = disassemble(self.blob)
+            self._program.load_base = self.image_address
         return self._program
 
     def read(self, address: int, size: int) -> bytes:
@@ -67,11 +76,29 @@ def load_code_object(blob: bytes) -> CodeObject:
     notes = metadata_notes(blob, sections)
     code = CodeObject(blob, {}, [(s["name"], s["addr"], s["offset"], s["size"])
                                  for s in sections if s["type"] != 8])
+    code.image = loaded_image(blob)
     for meta in notes.get("amdhsa.kernels", []):
         info = kernel_info(code, meta, symbols)
         code.kernels[info.name] = info
         code.kernels.setdefault(meta[".symbol"], info)
     return code
+
+
+def loaded_image(blob: bytes) -> np.ndarray:
+    """The PT_LOAD segments at their virtual addresses (bss zero): __constant__ and __device__
+    globals are read through s_getpc_b64-relative addresses into this image."""
+    phoff, = struct.unpack_from("<Q", blob, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", blob, 0x36)
+    segments = []
+    for index in range(phnum):
+        kind, _, offset, vaddr, _, filesz, memsz, _ = struct.unpack_from("<IIQQQQQQ", blob, phoff + index * phentsize)
+        if kind == 1:
+            segments.append((offset, vaddr, filesz, memsz))
+    size = max((vaddr + memsz for _, vaddr, _, memsz in segments), default=0)
+    image = np.zeros(max(size, 16), np.uint8)
+    for offset, vaddr, filesz, _ in segments:
+        image[vaddr:vaddr + filesz] = np.frombuffer(blob, np.uint8, filesz, offset)
+    return image
 
 
 def section_table(blob: bytes) -> list[dict]:

@@ -27,6 +27,7 @@ class Instruction:
 class Program:
     instructions: list[Instruction]
     index_of: dict[int, int] = field(default_factory=dict)
+    load_base: int = 0  # the host address of vaddr 0 (what s_getpc_b64 adds)
 
     def __post_init__(self):
         self.index_of = {ins.pc: i for i, ins in enumerate(self.instructions)}

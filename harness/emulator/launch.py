@@ -185,7 +185,8 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
     queue = np.zeros(256, np.uint8)
     hidden_arguments(info, segment, grid, block, dynamic_lds, queue.ctypes.data)
     packet = dispatch_packet(info, grid, block, segment.ctypes.data)
-    owned = [(segment, "kernarg segment"), (packet, "dispatch packet"), (queue, "queue")]
+    owned = [(segment, "kernarg segment"), (packet, "dispatch packet"), (queue, "queue"),
+             (code.image, "code object globals")]
     for array, label in owned:
         memory.add_array(array, label)
     launch = Launch(code, info, grid, block, memory, max(lds_size, 4))

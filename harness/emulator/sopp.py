@@ -63,17 +63,18 @@ def pc_moves(ins, name, program, index):
         return lambda w: None
     ops = [parse(text) for text in ins.operands]
     following = ins.pc + ins.size
+    base = program.load_base
     if name == "getpc_b64":
         write = scalar_writer(ops[0], 64)
-        return lambda w: write(w, following)
+        return lambda w: write(w, base + following)
     if name in ("setpc_b64", "swappc_b64"):
         read = scalar_reader(ops[-1], 64)
         write = scalar_writer(ops[0], 64) if name == "swappc_b64" else None
 
         def jump(w):
-            address = read(w)
+            address = read(w) - base
             if write is not None:
-                write(w, following)
+                write(w, base + following)
             if address not in program.index_of:
                 raise EmulationFault("bad jump", f"s_{name} to 0x{address:x}, no instruction there")
             return program.index_of[address]
@@ -84,7 +85,7 @@ def pc_moves(ins, name, program, index):
         target = program.index_of[address]
 
         def call(w):
-            write(w, following)
+            write(w, base + following)
             return target
         return call
     raise NotEmulated(ins.mnemonic)

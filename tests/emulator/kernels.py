@@ -1,5 +1,6 @@
 """Tiny gfx950 code objects for the emulator's tests: HIP through clang-22 (no ROCm, no HIP
 headers: a few builtins stand in for threadIdx and friends), or assembly through llvm-mc-22."""
+import functools
 import shutil
 import subprocess
 import tempfile
@@ -65,6 +66,7 @@ def tool(name: str) -> str:
     return found
 
 
+@functools.lru_cache(maxsize=None)
 def compile_hip(source: str, extra: tuple[str, ...] = ()) -> bytes:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "k.hip"
@@ -76,6 +78,7 @@ def compile_hip(source: str, extra: tuple[str, ...] = ()) -> bytes:
         return out.read_bytes()
 
 
+@functools.lru_cache(maxsize=None)
 def assemble(body: str, name: str = "k", pointers: int = 1, lds: int = 0, vgprs: int = 64,
              accum: int | None = None) -> bytes:
     """A kernel from assembly; its kernarg holds `pointers` 8-byte global pointers."""

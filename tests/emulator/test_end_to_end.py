@@ -91,3 +91,27 @@ def test_a_read_one_past_the_end_is_named():
     assert fault.kind == "out of bounds" and fault.kernel == "vadd"
     assert fault.mnemonic.startswith("global_load") and fault.offset.startswith("0x")
     assert "0 bytes past the end of arg" in fault.message
+
+
+TABLE = """
+__attribute__((constant)) float kTable[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+__attribute__((device)) int calls;
+KERNEL void decode(const unsigned char* codes, float* out, int n) {
+  int i = bid() * 64 + tid();
+  if (i < n) out[i] = kTable[codes[i] & 15];
+  if (i == 0) atomicAdd(&calls, 1);
+}
+KERNEL void read_calls(int* out) { out[0] = calls; }"""
+
+
+def test_constant_tables_and_device_globals_live_in_the_code_object():
+    code = load_code_object(compile_hip(TABLE.replace("atomicAdd(&calls, 1)",
+                                                      "__atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED)")))
+    n = 100
+    codes = torch.randint(0, 16, (n,), dtype=torch.uint8)
+    out, seen = torch.zeros(n), torch.zeros(1, dtype=torch.int32)
+    table = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+    for _ in range(2):
+        run_kernel(code, "decode", (2, 1, 1), (64, 1, 1), pack_args(codes, out, n), memory=memory_of(codes, out))
+    run_kernel(code, "read_calls", (1, 1, 1), (64, 1, 1), pack_args(seen), memory=memory_of(seen))
+    assert torch.equal(out, table[codes.long()]) and seen.item() == 2
