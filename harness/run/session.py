@@ -71,7 +71,8 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
     here = platforms.run_platform(device)
     notices = []
     if here.emulate_gfx950:
-        notices.append(f"HIP kernels run on the {platforms.EMULATOR_MARK} (--device cpu: the plain CPU).")
+        notices.append(f"HIP kernels run on the harness's gfx950 emulator ({platforms.EMULATOR_MARK}; "
+                       "--device cpu: the plain CPU).")
     defaulted = cases_arg is None
     if cases_arg is None:
         cases_arg = "official" if here.is_gpu else "small"

@@ -32,6 +32,7 @@ from harness.emulator.hip_runtime.library import BuildError
 RECIPE = "1"  # bump when a build step changes
 LOAD_INLINE_PREFIX = ("#include <torch/types.h>\n#include <cuda.h>\n"
                       "#include <cuda_runtime.h>\n")
+LINE_FILE = "__harness_submission_file__"  # compile/hip/source.py's
 # Line tables let a fault name the kernel's source line.
 DEVICE_DEBUG = ["-gline-tables-only"]
 
@@ -144,8 +145,12 @@ def link_command(chain, spec, objects: list[Path], runtime: Path,
             "-o", str(out)]
 
 
-def build(spec: InlineSpec, into: Path) -> Path:
-    """The extension built into `into`/<key>/; returns its .so path."""
+def build(spec: InlineSpec, into: Path, unit_text: str | None = None,
+          shown_as: str = "") -> Path:
+    """The extension built into `into`/<key>/; returns its .so path.
+
+    unit_text: the CUDA unit with `#line` directives into the .py file
+    (the parent's prebuild), shown_as the path they name."""
     chain = hip_toolchain.find()
     runtime = library.built_path(chain, into)
     final = into / spec.key
@@ -153,7 +158,8 @@ def build(spec: InlineSpec, into: Path) -> Path:
         work = Path(folder)
         # hipify caches by content; ours must not go in the toolchain's.
         local = dataclasses.replace(chain, cache=work)
-        hipified = hip_build.hipify(cuda_unit(spec), local)
+        hipified = hip_build.hipify(unit_text or cuda_unit(spec), local)
+        hipified = hipified.replace(f'"{LINE_FILE}"', json.dumps(shown_as))
         lite = hip_build.lite_extension(hipified)
         unit, main = work / "cuda.hip", work / "main.cpp"
         unit.write_text(hipified)

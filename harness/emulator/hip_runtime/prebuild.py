@@ -8,6 +8,7 @@ are made at run time is left to the child, which builds it in its scratch.
 """
 from pathlib import Path
 
+from harness.paths import in_repository
 from harness.compile.hip import source as hip_source
 from harness.compile.hip import toolchain as hip_toolchain
 from harness.emulator.hip_runtime import extension, library
@@ -18,16 +19,17 @@ def cache_folder() -> Path:
 
 
 def specs_of(text: str) -> list:
-    """The InlineSpec of every load_inline call read statically."""
+    """(InlineSpec, its unit with #line directives) of every load_inline
+    call read statically."""
     specs = []
     for build in hip_source.find_builds(text):
         if build.problems or not build.cuda_sources:
             continue
         texts = [tuple("".join(p.text for p in source) for source in group)
                  for group in (build.cpp_sources, build.cuda_sources)]
-        specs.append(extension.spec_of(
+        specs.append((extension.spec_of(
             build.name, texts[0], texts[1], build.functions or None,
-            extra_cuda_cflags=build.cuda_flags))
+            extra_cuda_cflags=build.cuda_flags), build.translation_unit()))
     return specs
 
 
@@ -42,11 +44,12 @@ def prebuild(path: Path) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     problems = []
     library.built_path(hip_toolchain.find(), folder)
-    for spec in specs:
+    shown = in_repository(path)
+    for spec, unit in specs:
         if (folder / spec.key / f"{spec.name}.so").is_file():
             continue
         try:
-            extension.build(spec, folder)
+            extension.build(spec, folder, unit, shown)
         except library.BuildError as error:
             problems.append(f"{spec.name}: {error}")
     return problems
