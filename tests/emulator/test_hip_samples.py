@@ -13,7 +13,7 @@ from harness import platform as platforms
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples" / "hip_emulated"
-ROW = re.compile(r"^\| (\w+\.py) \| (\w+) \| ([^|]*) \|", re.MULTILINE)
+ROW = re.compile(r"^\| (\w+\.py) \| (\w+) \|([^|]*)\|", re.MULTILINE)
 
 
 def expected() -> dict:
@@ -39,9 +39,10 @@ def test_the_samples_get_their_verdicts_on_the_emulator(tmp_path):
         pytest.fail(f"the gfx950 emulator cannot run here: {missing}")
     rows = expected()
     files = sorted(rows)
-    done = subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run", *[SAMPLES / f for f in files], "--device",
-                           "gfx950", "--cases", cases_file(tmp_path), "--json"], cwd=REPO, capture_output=True,
-                          text=True, timeout=3000, env={**os.environ, "HARNESS_RESULTS": str(tmp_path / "results")})
+    command = [sys.executable, "-c", "from harness.cli import main; main()", "run", *[SAMPLES / f for f in files],
+               "--device", "gfx950", "--cases", cases_file(tmp_path), "--json"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=3000,
+                          env={**os.environ, "HARNESS_RESULTS": str(tmp_path / "results")})
     printed = json.loads(done.stdout)
     assert len(printed) == len(files), done.stderr[-2000:]
     for name, record in zip(files, printed):
