@@ -315,8 +315,7 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     elif len(runs) > 1:
         counts = {status: sum(r.status == status for r in runs) for status in ("pass", "fail", "error", "skip")}
         out.print(", ".join(f"{n} {status}" for status, n in counts.items() if n))
-    note = session.interpreter_note(runs)
-    if note:
+    for note in filter(None, [session.interpreter_note(runs), session.emulator_note(runs)]):
         notices.print(f"note: {note}", highlight=False)
     lost = next((outcome.ledger_error for outcome in outcomes if outcome.ledger_error), None)
     if lost:

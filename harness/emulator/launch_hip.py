@@ -94,9 +94,21 @@ def host_memory():
 
 
 def _counts(counts) -> dict:
-    if dataclasses.is_dataclass(counts):
-        return dataclasses.asdict(counts)
-    return dict(getattr(counts, "__dict__", {}) or {})
+    """The core's LaunchCounts as flat numbers ("by_class.VALU": n)
+    that sum over launches; its own rate and seconds are left out."""
+    raw = counts.as_record() if hasattr(counts, "as_record") else (
+        dataclasses.asdict(counts) if dataclasses.is_dataclass(counts)
+        else dict(getattr(counts, "__dict__", {}) or {}))
+    flat = {}
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()
+                         if isinstance(v, (int, float))})
+        elif isinstance(value, int) and not isinstance(value, bool):
+            flat[key] = value
+    for key in ("wave_instructions_per_second", "seconds"):
+        flat.pop(key, None)
+    return flat
 
 
 def _launch(fatbin, name, grid_p, block_p, args, shared) -> int:

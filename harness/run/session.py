@@ -128,6 +128,23 @@ def evaluate_and_record(submission: Submission, settings: Settings, progress=pro
     return Outcome(run, record, None)
 
 
+def emulator_note(runs: list) -> str | None:
+    """What the gfx950 emulator ran, with its rate, when any submission's HIP kernels were emulated."""
+    parts = []
+    for run in runs:
+        kernels = run.emulator or {}
+        launches = sum(k["launches"] for k in kernels.values())
+        executed = sum(k["counts"].get("wave_instructions", 0) for k in kernels.values())
+        seconds = sum(k["seconds"] for k in kernels.values())
+        if run.emulator is not None:
+            rate = f", {executed / seconds:,.0f} wave instructions/s" if seconds > 0 else ""
+            parts.append(f"{run.submission.label}: {launches} launches of {len(kernels)} kernels, "
+                         f"{executed:,} wave instructions in {seconds:.1f} s{rate}")
+    if not parts:
+        return None
+    return f"HIP kernels on the {platforms.EMULATOR_MARK} (times never compared): " + "; ".join(parts)
+
+
 def prebuild_hip(submission: Submission) -> None:
     """Its load_inline extensions built into the HIP toolchain's cache, which the child may read but not write."""
     from harness.emulator.hip_runtime import prebuild
