@@ -69,6 +69,7 @@ def test_a_fault_kept_by_a_launch_is_raised_after_the_call():
 
 SCALE_SOURCE = r"""
 #include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <hip/hip_runtime.h>
 __global__ void scale_add(const float* x, float* y, float a, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -79,7 +80,8 @@ torch::Tensor scale(torch::Tensor x, double a) {
     int n = static_cast<int>(x.numel());
     hipLaunchKernelGGL(scale_add, dim3((n + 255) / 256), dim3(256), 0, 0,
                        x.data_ptr<float>(), y.data_ptr<float>(), static_cast<float>(a), n);
-    scale_add<<<dim3(1, 2), 64, 512>>>(x.data_ptr<float>(), y.data_ptr<float>(), 0.0f, 0);
+    scale_add<<<dim3(1, 2), 64, 512, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), y.data_ptr<float>(), 0.0f, 0);
     return y;
 }
 """

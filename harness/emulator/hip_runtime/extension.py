@@ -51,7 +51,7 @@ class InlineSpec:
     def key(self) -> str:
         parts = [RECIPE, dataclasses.astuple(self),
                  hip_toolchain.torch_version(),
-                 library.SOURCE.read_text()]
+                 library.SOURCE.read_text(), library.STREAMS.read_text()]
         text = json.dumps(parts, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from harness.compile.hip import toolchain as hip_toolchain
 
 SOURCE = Path(__file__).with_name("runtime.cpp")
+STREAMS = Path(__file__).with_name("torch_streams.cpp")  # c10_hip's getters
 # Blocks are copied out as (address, size, kind) u64 triples.
 BLOCK_KINDS = {0: "a tensor's storage", 1: "a hipMalloc block"}
 LAUNCH_HOOK = ctypes.CFUNCTYPE(
@@ -77,7 +78,7 @@ def run(command: list[str], what: str) -> None:
 
 
 def soname(chain) -> str:
-    digest = hashlib.sha256(SOURCE.read_bytes()
+    digest = hashlib.sha256(SOURCE.read_bytes() + STREAMS.read_bytes()
                             + chain.torch_version.encode()
                             + str(chain.clang).encode()).hexdigest()[:16]
     return f"libharness_hiprt_{digest}.so"
@@ -95,8 +96,10 @@ def built_path(chain, into: Path | None = None) -> Path:
     include, lib = torch_paths()
     partial = target.with_suffix(f".{os.getpid()}.tmp")
     run([str(chain.clang), "-x", "c++", "-std=c++17", "-O2", "-fPIC",
-         "-shared", "-D__HIP_PLATFORM_AMD__=1", *hip_includes(chain),
-         "-isystem", str(include), str(SOURCE), f"-L{lib}", "-lc10",
+         "-shared", "-D__HIP_PLATFORM_AMD__=1", "-DUSE_ROCM=1",
+         "-isystem", str(chain.overlay), *hip_includes(chain),
+         "-isystem", str(include), str(SOURCE), str(STREAMS),
+         f"-L{lib}", "-lc10",
          f"-Wl,-rpath,{lib}", f"-Wl,-soname,{name}", "-o", str(partial)],
         "building the emulator's HIP runtime")
     os.replace(partial, target)
