@@ -7,6 +7,7 @@ from .ds import ATOMIC_TYPES, ATOMICS, atomic_update, bytes_to_rows, rows_to_byt
 from .errors import NotEmulated
 from .operands import parse, scalar_reader, vector_reader, write_rows
 from .vmem import atomic_parts, atomic_rmw, count_bytes, kind_of, place_loaded, store_bytes
+from .wave import lanes64
 
 U64 = np.uint64
 
@@ -34,10 +35,10 @@ def buffer_addressing(ins, address_text: str, resource_text: str, soffset_text: 
         count = int(lanes.sum())
         offset = np.full(count, inst_offset, np.int64)
         if offen:
-            offset += np.broadcast_to(offset_reader(w), (64,))[lanes].astype(np.int64)
+            offset += lanes64(offset_reader(w))[lanes].astype(np.int64)
         index = np.zeros(count, np.int64)
         if idxen:
-            index += np.broadcast_to(index_reader(w), (64,))[lanes].astype(np.int64)
+            index += lanes64(index_reader(w))[lanes].astype(np.int64)
         if add_tid:
             index += np.flatnonzero(lanes)
         chunk = min(size, 4)

@@ -2,6 +2,7 @@
 import numpy as np
 
 from .errors import NotEmulated
+from .wave import lanes64
 
 LANE = np.arange(64)
 ROW_LANE = LANE % 16
@@ -62,7 +63,7 @@ def dpp_source(read, modifiers):
         return source_on
 
     def reader(w):
-        values = np.broadcast_to(read(w), (64,))[safe]
+        values = lanes64(read(w))[safe]
         if bound_zero:
             values = np.where(valid_lanes(w), values, values.dtype.type(0))
         return values

@@ -3,6 +3,7 @@ import numpy as np
 
 from .errors import NotEmulated
 from .operands import parse, vector_reader, write_rows
+from .wave import lanes64
 
 SIZES = {"b8": 1, "u8": 1, "i8": 1, "b16": 2, "u16": 2, "i16": 2, "b32": 4, "b64": 8,
          "b96": 12, "b128": 16}
@@ -37,7 +38,7 @@ def ds_base(ins, address_operand):
     offset = int(ins.modifiers.get("offset", "0"), 0)
 
     def base(w, lanes):
-        return np.broadcast_to(read_address(w), (64,))[lanes].astype(np.int64) + offset
+        return lanes64(read_address(w))[lanes].astype(np.int64) + offset
     return base
 
 
@@ -103,7 +104,7 @@ def ds_pair(ins, name, reading: bool):
 
     def run(w):
         lanes = w.exec_mask()
-        address = np.broadcast_to(read_address(w), (64,))[lanes].astype(np.int64)
+        address = lanes64(read_address(w))[lanes].astype(np.int64)
         if reading:
             parts = [w.lds.read(w.index, address + off, size) for off in offsets]
             write_rows(w, destination.index, bytes_to_rows(np.concatenate(parts, axis=1), lanes, 2 * words))
@@ -177,7 +178,7 @@ def ds_permute(ins, name):
 
     def run(w):
         lanes = w.exec_mask()
-        chosen = ((np.broadcast_to(read_address(w), (64,)).astype(np.int64) + offset) // 4) % 64
+        chosen = ((lanes64(read_address(w)).astype(np.int64) + offset) // 4) % 64
         data = w.v[source.index]
         out = np.zeros(64, np.uint32)
         if pull:

@@ -16,18 +16,17 @@ class LDS:
         self.checked = checked
         self.epoch = 0
         if checked:
-            self.writer = np.full(size, -1, np.int16)
-            self.write_epoch = np.full(size, -1, np.int32)
-            self.reader = np.full(size, -1, np.int16)
-            self.read_epoch = np.full(size, -1, np.int32)
+            # per byte: epoch << 16 | (wave + 1) of the last writer and of the reader(s)
+            self.written = np.zeros(size, np.int64)
+            self.read_by = np.zeros(size, np.int64)
 
     def span(self, addresses: np.ndarray, nbytes: int, what: str) -> np.ndarray:
-        index = addresses.astype(np.int64)[:, None] + np.arange(nbytes)
-        if index.size and (index.min() < 0 or index.max() >= self.size):
-            bad = int(index.max() if index.max() >= self.size else index.min())
+        addresses = addresses.astype(np.int64)
+        if len(addresses) and (addresses.min() < 0 or addresses.max() + nbytes > self.size):
+            bad = int(addresses.max() + nbytes - 1 if addresses.max() + nbytes > self.size else addresses.min())
             raise EmulationFault("lds out of bounds",
                                  f"{what} at LDS byte {bad}, the workgroup has {self.size} bytes")
-        return index
+        return addresses[:, None] + np.arange(nbytes) if nbytes > 1 else addresses[:, None]
 
     def read(self, wave: int, addresses: np.ndarray, nbytes: int, atomic: bool = False) -> np.ndarray:
         index = self.span(addresses, nbytes, "read")
@@ -43,25 +42,30 @@ class LDS:
 
     def check(self, wave: int, index: np.ndarray, writing: bool) -> None:
         flat = index.ravel()
-        epoch = self.epoch
-        writers = self.writer[flat]
-        clash = (writers >= 0) & (writers != wave) & (self.write_epoch[flat] == epoch)
+        mine = ((self.epoch + 1) << 16) | (wave + 1)
+        current = (self.epoch + 1) << 16
+        written = self.written[flat]
+        clash = ((written & ~0xFFFF) == current) & (written != mine)
         if writing:
-            readers = self.reader[flat]
-            clash |= (readers != -1) & (readers != wave) & (self.read_epoch[flat] == epoch)
+            read_by = self.read_by[flat]
+            clash |= ((read_by & ~0xFFFF) == current) & (read_by != mine)
         if clash.any():
-            at = int(np.flatnonzero(clash)[0])
-            other = int(writers[at]) if writers[at] >= 0 and self.write_epoch[flat[at]] == epoch \
-                else int(self.reader[flat[at]])
-            other_text = "several waves" if other == MANY else f"wave {other}"
-            kind = "write" if writing else "read"
-            raise EmulationFault("lds race", f"wave {wave} {kind}s LDS byte {int(flat[at])} that "
-                                 f"{other_text} touched since the last s_barrier")
+            self.report(wave, flat, clash, writing)
         if writing:
-            self.writer[flat] = wave
-            self.write_epoch[flat] = epoch
+            self.written[flat] = mine
             return
-        current = self.read_epoch[flat] == epoch
-        old = self.reader[flat]
-        self.reader[flat] = np.where(current & (old != wave) & (old != -1), MANY, wave)
-        self.read_epoch[flat] = epoch
+        old = self.read_by[flat]
+        shared = ((old & ~0xFFFF) == current) & (old != mine)
+        self.read_by[flat] = np.where(shared, current | (MANY & 0xFFFF), mine)
+
+    def report(self, wave, flat, clash, writing):
+        at = int(np.flatnonzero(clash)[0])
+        current = (self.epoch + 1) << 16
+        written = int(self.written[flat[at]])
+        tag = written if (written & ~0xFFFF) == current and written & 0xFFFF != wave + 1 \
+            else int(self.read_by[flat[at]])
+        other = tag & 0xFFFF
+        other_text = "several waves" if other == MANY & 0xFFFF else f"wave {other - 1}"
+        kind = "write" if writing else "read"
+        raise EmulationFault("lds race", f"wave {wave} {kind}s LDS byte {int(flat[at])} that "
+                             f"{other_text} touched since the last s_barrier")

@@ -17,6 +17,7 @@ from .errors import NotEmulated
 from .numerics import BF8_E5M2, FORMATS, FP8_E4M3, e8m0_scale, encode_minifloat
 from .operands import parse, vector_reader, vector_writer, write_rows
 from .valu import bits
+from .wave import lanes64
 
 SHAPE = re.compile(r"^mfma_(?:scale_)?(f32|i32)_(\d+)x(\d+)x(\d+)_?(.*)$")
 F8F6F4 = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
@@ -147,7 +148,7 @@ def build_mfma(ins, name):
 
 
 def scales(raw, byte: int) -> np.ndarray:
-    codes = (np.broadcast_to(np.asarray(raw, np.uint32), (64,)) >> np.uint32(8 * byte)) & np.uint32(0xFF)
+    codes = (lanes64(np.asarray(raw, np.uint32)) >> np.uint32(8 * byte)) & np.uint32(0xFF)
     return e8m0_scale(codes)
 
 
@@ -176,7 +177,7 @@ def permlane_swap(ins, name):
 
 def scale_factor(raw) -> np.ndarray:
     """v_cvt_scalef32_*: the scale is 2^exponent(S1.f32) (its biased exponent bits)."""
-    exponent = (np.broadcast_to(np.asarray(raw, np.uint32), (64,)) >> np.uint32(23)) & np.uint32(0xFF)
+    exponent = (lanes64(np.asarray(raw, np.uint32)) >> np.uint32(23)) & np.uint32(0xFF)
     return np.ldexp(1.0, exponent.astype(np.int64) - 127)
 
 
@@ -193,7 +194,7 @@ def cvt_scalef32(ins, name):
         shift = (16 if sel[0] else 0) if width == 8 else 8 * (sel[0] | sel[1] << 1)
 
         def decode(w):
-            raw = np.broadcast_to(read(w), (64,)) >> np.uint32(shift)
+            raw = lanes64(read(w)) >> np.uint32(shift)
             first, second = (raw & np.uint32(0xFF), raw >> np.uint32(8) & np.uint32(0xFF)) if width == 8 \
                 else (raw & np.uint32(0xF), raw >> np.uint32(4) & np.uint32(0xF))
             factor = scale_factor(scale(w))

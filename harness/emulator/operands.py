@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import NotEmulated
-from .wave import EXEC, M0, VCC, VGPR_FILE
+from .wave import EXEC, M0, VCC, VGPR_FILE, lanes64
 
 REGISTER = re.compile(r"^([vsa])(\d+)$|^([vsa])\[(\d+):(\d+)\]$|^ttmp(\d+)$|^ttmp\[(\d+):(\d+)\]$")
 NAMED = {"vcc": (VCC, 2), "vcc_lo": (VCC, 1), "vcc_hi": (VCC + 1, 1), "exec": (EXEC, 2),
@@ -213,13 +213,13 @@ def vector_writer(operand: Operand, width: int = 32):
     index = operand.index
     if width == 64:
         def write64(w, raw, mask=None):
-            raw = np.broadcast_to(np.asarray(raw, np.uint64), (64,))
+            raw = lanes64(np.asarray(raw, np.uint64))
             write_rows(w, index, np.stack([(raw & np.uint64(0xFFFFFFFF)).astype(np.uint32),
                                            (raw >> np.uint64(32)).astype(np.uint32)]), mask)
         return write64
 
     def write32(w, raw, mask=None):
-        write_rows(w, index, np.broadcast_to(np.asarray(raw).astype(np.uint32, copy=False), (64,)), mask)
+        write_rows(w, index, np.asarray(raw).astype(np.uint32, copy=False), mask)
     return write32
 
 
@@ -229,7 +229,7 @@ def sgpr_from_lane_writer(operand: Operand):
 
     def write(w, raw, mask=None):
         lanes = np.flatnonzero(w.exec_mask())
-        first = int(np.broadcast_to(raw, (64,))[lanes[0] if len(lanes) else 0])
+        first = int(lanes64(raw)[lanes[0] if len(lanes) else 0])
         w.s[index] = first & 0xFFFFFFFF
     return write
 
@@ -242,7 +242,7 @@ def lane_mask_writer(operand: Operand):
     from .wave import mask_bits
 
     def write(w, lanes):
-        bits = mask_bits(np.broadcast_to(lanes, (64,)) & w.exec_mask())
+        bits = mask_bits(lanes64(lanes) & w.exec_mask())
         w.s[index] = bits & 0xFFFFFFFF
         if operand.count == 2:
             w.s[index + 1] = bits >> 32

@@ -7,7 +7,7 @@ from .numerics import BF8_E5M2, FP8_E4M3, encode_minifloat, fma_f32
 from .operands import (lane_mask_reader, lane_mask_writer, parse, scalar_reader, scalar_writer,
                        vector_reader, vector_writer)
 from .valu import bits, op_sel, typed
-from .wave import lane_mask
+from .wave import lanes64
 
 LANE = np.arange(64, dtype=np.uint64)
 BELOW = (np.uint64(1) << LANE) - np.uint64(1)
@@ -35,8 +35,8 @@ def carry_op(kind: str, carry_in: bool):
         carry = lane_mask_reader(ops[4] if len(ops) > 4 else parse("vcc")) if carry_in else None
 
         def run(w):
-            x = np.broadcast_to(a(w), (64,)).astype(np.int64)
-            y = np.broadcast_to(b(w), (64,)).astype(np.int64)
+            x = lanes64(a(w)).astype(np.int64)
+            y = lanes64(b(w)).astype(np.int64)
             c = carry(w).astype(np.int64) if carry else 0
             if kind == "subrev":
                 x, y = y, x
@@ -54,8 +54,8 @@ def mad_64_32(signed: bool):
         a, b, c = vector_reader(ops[2]), vector_reader(ops[3]), vector_reader(ops[4], 64)
 
         def run(w):
-            x, y = np.broadcast_to(a(w), (64,)), np.broadcast_to(b(w), (64,))
-            z = np.broadcast_to(c(w), (64,))
+            x, y = lanes64(a(w)), lanes64(b(w))
+            z = lanes64(c(w))
             if signed:
                 product = [int(p) * int(q) for p, q in zip(x.view(np.int32), y.view(np.int32))]
                 total = [p + int(r) for p, r in zip(product, z.view(np.int64))]
@@ -101,7 +101,7 @@ def mbcnt(high: bool):
 
         def run(w):
             below = (BELOW >> shift) & U64(0xFFFFFFFF)
-            chosen = np.broadcast_to(mask(w), (64,)).astype(np.uint64) & below
+            chosen = lanes64(mask(w)).astype(np.uint64) & below
             counts = np.unpackbits(chosen.astype(np.uint32).view(np.uint8).reshape(64, 4), axis=1).sum(axis=1)
             write(w, (counts + base(w)).astype(np.uint32))
         return run
@@ -206,7 +206,7 @@ def cvt_from_minifloat(table, packed: bool):
         write = vector_writer(ops[0], 64 if packed else 32)
 
         def run(w):
-            raw = np.broadcast_to(read(w), (64,))
+            raw = lanes64(read(w))
             low = table[(raw >> np.uint32(8 * select)) & np.uint32(0xFF)]
             if not packed:
                 write(w, low.view(np.uint32))

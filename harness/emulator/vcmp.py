@@ -4,7 +4,7 @@ import numpy as np
 from .errors import NotEmulated
 from .operands import EXEC, lane_mask_writer, parse, vector_reader
 from .valu import WIDTH, typed
-from .wave import mask_bits
+from .wave import lanes64, mask_bits
 
 FLOAT_TESTS = {
     "f": lambda a, b: np.zeros(np.broadcast(a, b).shape, bool), "lt": np.less, "eq": np.equal,
@@ -73,7 +73,7 @@ def build(ins, name: str):
         b = typed(read_b(w), second_kind)
         with np.errstate(invalid="ignore"):
             lanes = float_class(a, b) if test == "class" else test(a, b)
-        lanes = np.broadcast_to(lanes, (64,))
+        lanes = lanes64(lanes)
         if writes_exec:
             bits = mask_bits(lanes & w.exec_mask())
             write(w, lanes)

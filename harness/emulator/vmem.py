@@ -5,6 +5,7 @@ import numpy as np
 from .ds import ATOMIC_TYPES, ATOMICS, atomic_update, bytes_to_rows, rows_to_bytes, widen
 from .errors import NotEmulated
 from .operands import SHARED_APERTURE, parse, scalar_reader, vector_reader, write_rows
+from .wave import lanes64
 
 SIZES = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16, "ubyte": 1, "sbyte": 1,
          "ushort": 2, "sshort": 2, "byte": 1, "short": 2}
@@ -26,11 +27,11 @@ def global_address(ins, address_text: str, base_text: str):
     vaddr = parse(address_text)
     if base.kind == "null":
         read = vector_reader(vaddr, 64)
-        return lambda w: np.broadcast_to(read(w), (64,)).astype(U64) + U64(offset & 0xFFFFFFFFFFFFFFFF)
+        return lambda w: lanes64(read(w)).astype(U64) + U64(offset & 0xFFFFFFFFFFFFFFFF)
     read_base, read_offset = scalar_reader(base, 64), vector_reader(vaddr)
     if vaddr.kind == "null":
         return lambda w: np.full(64, read_base(w) + offset, U64)
-    return lambda w: U64(read_base(w) + offset) + np.broadcast_to(read_offset(w), (64,)).astype(U64)
+    return lambda w: U64(read_base(w) + offset) + lanes64(read_offset(w)).astype(U64)
 
 
 def place_loaded(w, ins, destination, data, lanes, size, is_signed, d16):

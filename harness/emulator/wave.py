@@ -20,6 +20,13 @@ def lane_mask(bits: int) -> np.ndarray:
     return mask
 
 
+def lanes64(value) -> np.ndarray:
+    """A per-lane array of 64 (a scalar operand repeated), without np.broadcast_to's cost."""
+    if type(value) is np.ndarray and value.shape == (LANES,):
+        return value
+    return np.full(LANES, value, np.asarray(value).dtype)
+
+
 def mask_bits(mask: np.ndarray) -> int:
     """A boolean lane array back to a 64-bit lane mask."""
     return int(np.bitwise_or.reduce(LANE_BITS[mask])) if mask.any() else 0

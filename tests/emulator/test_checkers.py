@@ -19,11 +19,11 @@ KERNEL void shift(const float* x, float* out) {
 }"""
 WAIT_FOR_FLAG = """
 KERNEL void ticket(volatile int* flag, float* out) {
-  if (bid() == 1) {
+  if (bid() == 0) {
     while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0) __builtin_amdgcn_s_sleep(1);
-    if (tid() == 0) out[1] = 2.0f;
+    if (tid() == 0) out[0] = 2.0f;
   } else if (tid() == 0) {
-    out[0] = WRITER;
+    out[1] = WRITER;
     __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
   }
 }"""
@@ -51,17 +51,20 @@ def test_a_missing_barrier_is_an_lds_race_named_with_the_instruction():
     assert fault.offset.startswith("0x")
 
 
-def test_a_workgroup_waiting_on_another_workgroups_flag_finishes():
-    # workgroup 1 comes first in no order we promise: it spins until workgroup 0 writes the flag
+def test_a_workgroup_waiting_on_another_workgroups_flag_finishes(monkeypatch):
+    # workgroup 0 runs first and spins until workgroup 1, let in beside it, writes the flag
+    from harness.emulator import launch
+    monkeypatch.setattr(launch, "WORKGROUP_SLICE", 2000)
     code = load_code_object(compile_hip(WAIT_FOR_FLAG.replace("WRITER", "1.0f")))
     flag, out = torch.zeros(1, dtype=torch.int32), torch.zeros(2)
     run_kernel(code, "ticket", (2, 1, 1), (64, 1, 1), pack_args(flag, out), memory=memory_of(flag, out))
-    assert out.tolist() == [1.0, 2.0]
+    assert out.tolist() == [2.0, 1.0]
 
 
 def test_a_spin_on_a_flag_nobody_writes_is_a_hang(monkeypatch):
     from harness.emulator import launch
     monkeypatch.setattr(launch, "HANG_LIMIT", 20_000)
+    monkeypatch.setattr(launch, "WORKGROUP_SLICE", 2000)
     source = WAIT_FOR_FLAG.replace("__atomic_store_n(flag, 1, __ATOMIC_RELEASE);", "")
     code = load_code_object(compile_hip(source.replace("WRITER", "1.0f")))
     flag, out = torch.zeros(1, dtype=torch.int32), torch.zeros(2)
