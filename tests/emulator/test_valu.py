@@ -139,3 +139,38 @@ def test_compare_select_and_transcendentals():
     assert np.allclose(as_f32(out[1]), np.exp2(a.astype(np.float64)), rtol=2**-22)
     assert np.allclose(as_f32(out[2]), 1 / b.astype(np.float64), rtol=2**-22)
     assert np.array_equal(out[3], (a == 0).astype(np.uint32))
+
+
+def test_permlane_swaps_and_agpr_moves_follow_the_isa_pseudocode():
+    x = np.arange(64, dtype=np.uint32) + 100
+    y = np.arange(64, dtype=np.uint32) + 200
+    body = """  v_mov_b32 v20, v10
+  v_mov_b32 v21, v11
+  v_permlane16_swap_b32 v20, v21
+  v_mov_b32 v22, v10
+  v_mov_b32 v23, v11
+  v_permlane32_swap_b32 v22, v23
+  v_accvgpr_write_b32 a3, v10
+  v_accvgpr_mov_b32 a4, a3
+  v_accvgpr_read_b32 v24, a4"""
+    out = snippet(body, [x, y], outputs=5)
+    dst, src = x.copy(), y.copy()
+    for start in (0, 32):
+        for lane in range(start, start + 16):
+            src[lane], dst[lane + 16] = dst[lane + 16], src[lane]
+    assert np.array_equal(out[0], dst) and np.array_equal(out[1], src)
+    dst, src = x.copy(), y.copy()
+    src[:32], dst[32:] = x[32:], y[:32]
+    assert np.array_equal(out[2], dst) and np.array_equal(out[3], src)
+    assert np.array_equal(out[4], x)
+
+
+def test_scaled_fp8_decode_multiplies_by_the_exponent_of_the_scale():
+    codes = RNG.integers(0, 256, 64).astype(np.uint32)
+    codes[(codes & 0x7F) == 0x7F] = 0x10  # no NaN codes
+    words = codes | ((codes * 7) & 0xFF) << 16
+    scale = np.full(64, 4.0, np.float32)
+    out = snippet("  v_cvt_scalef32_pk_f32_fp8 v[20:21], v10, v11", [words, scale], outputs=2)
+    decode = lambda c: torch.tensor(c.astype(np.uint8)).view(torch.float8_e4m3fn).float().numpy()
+    assert np.array_equal(as_f32(out[0]), decode(codes) * 4)
+    assert np.array_equal(as_f32(out[1]), decode(np.zeros(64, np.uint32)) * 4)
