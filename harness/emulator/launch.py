@@ -14,7 +14,7 @@ from .lds import LDS_BYTES, LDS
 from .memory import HostMemory
 from .operands import PRIVATE_APERTURE, SHARED_APERTURE
 from .sopp import BARRIER, END, YIELD
-from .wave import EXEC, LANES, Wave
+from .wave import LANES, Wave
 
 __all__ = ["run_kernel", "HostMemory", "NotEmulated", "EmulationFault", "LaunchCounts"]
 WAVE_QUANTUM = 4000          # wave instructions before the next wave of the workgroup runs

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import NotEmulated
-from .wave import EXEC, M0, VCC, VGPR_FILE, lanes64
+from .wave import EXEC, M0, VCC, VGPR_FILE, lane_mask, lanes64, mask_bits
 
 REGISTER = re.compile(r"^([vsa])(\d+)$|^([vsa])\[(\d+):(\d+)\]$|^ttmp(\d+)$|^ttmp\[(\d+):(\d+)\]$")
 NAMED = {"vcc": (VCC, 2), "vcc_lo": (VCC, 1), "vcc_hi": (VCC + 1, 1), "exec": (EXEC, 2),
@@ -239,7 +239,6 @@ def lane_mask_writer(operand: Operand):
     if operand.kind == "null":
         return lambda w, lanes: None
     index = operand.index
-    from .wave import mask_bits
 
     def write(w, lanes):
         bits = mask_bits(lanes64(lanes) & w.exec_mask())
@@ -251,7 +250,6 @@ def lane_mask_writer(operand: Operand):
 
 def lane_mask_reader(operand: Operand):
     """fn(wave) -> bool lanes of a 64-bit SGPR mask (carry-in, v_cndmask's select)."""
-    from .wave import lane_mask
     if operand.kind == "const":
         bits = operand.value & MASKS[64]
         return lambda w: lane_mask(bits)

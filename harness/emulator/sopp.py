@@ -50,7 +50,8 @@ def build(ins, name, program, index):
         return lambda w: YIELD
     if name == "trap":
         def trap(w):
-            raise EmulationFault("trap", f"s_trap {ins.operands[0] if ins.operands else ''} (a device-side assert or abort)")
+            code = ins.operands[0] if ins.operands else ""
+            raise EmulationFault("trap", f"s_trap {code} (a device-side assert or abort)")
         return trap
     return pc_moves(ins, name, program, index)
 

@@ -2,7 +2,6 @@
 fp8/bf8 conversions with their byte selects and half-preserving writes."""
 import numpy as np
 
-from .errors import NotEmulated
 from .numerics import BF8_E5M2, FP8_E4M3, encode_minifloat, fma_f32
 from .operands import (lane_mask_reader, lane_mask_writer, parse, scalar_reader, scalar_writer,
                        vector_reader, vector_writer)

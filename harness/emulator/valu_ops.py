@@ -4,7 +4,7 @@ import numpy as np
 
 from .numerics import f32_to_bf16, fma_f32, fma_f64
 
-U32, I64 = np.uint32, np.int64
+U32 = np.uint32
 
 
 def u(x):
@@ -197,7 +197,8 @@ OPS = {
     "bfi_b32": (B, [B, B, B], lambda m, a, b: (m & a) | (~m & b)),
     "bfm_b32": (B, [UU, UU], lambda w, o: ((U32(1) << (w & U32(31))) - U32(1)) << (o & U32(31))),
     "alignbit_b32": (B, [B, B, UU], lambda a, b, s: u(((i64(a) << 32 | i64(b)) >> i64(s & U32(31))) & 0xFFFFFFFF)),
-    "alignbyte_b32": (B, [B, B, UU], lambda a, b, s: u(((i64(a) << 32 | i64(b)) >> (8 * i64(s & U32(3)))) & 0xFFFFFFFF)),
+    "alignbyte_b32": (B, [B, B, UU], lambda a, b, s: u(((i64(a) << 32 | i64(b)) >> (8 * i64(s & U32(3))))
+                                                        & 0xFFFFFFFF)),
     "lshl_add_u32": (UU, [UU, UU, UU], lambda a, s, c: (a << shift32(s)) + c),
     "add_lshl_u32": (UU, [UU, UU, UU], lambda a, b, s: (a + b) << shift32(s)),
     "add3_u32": (UU, [UU, UU, UU], lambda a, b, c: a + b + c),
@@ -227,8 +228,8 @@ OPS = {
     "subrev_f16": ("f16", ["f16", "f16"], lambda a, b: b - a),
     "mul_f16": ("f16", ["f16", "f16"], np.multiply),
     "max_f16": ("f16", ["f16", "f16"], np.fmax), "min_f16": ("f16", ["f16", "f16"], np.fmin),
-    "fma_f16": ("f16", ["f16", "f16", "f16"], lambda a, b, c: (a.astype(np.float64) * b + c).astype(np.float16)),
-    "fmac_f16": ("f16", ["f16", "f16", "f16"], lambda a, b, c: (a.astype(np.float64) * b + c).astype(np.float16)),
+    "fma_f16": ("f16", ["f16", "f16", "f16"], lambda a, b, c: fma16(a, b, c)),
+    "fmac_f16": ("f16", ["f16", "f16", "f16"], lambda a, b, c: fma16(a, b, c)),
     "exp_f16": ("f16", ["f16"], lambda a: np.exp2(a.astype(np.float64)).astype(np.float16)),
     "rcp_f16": ("f16", ["f16"], lambda a: (1.0 / a.astype(np.float64)).astype(np.float16)),
     "add_u16": ("u16", ["u16", "u16"], np.add), "sub_u16": ("u16", ["u16", "u16"], np.subtract),
@@ -243,6 +244,11 @@ OPS = {
     "cvt_u16_f16": ("u16", ["f16"], lambda a: cvt_f32_to_int(a, 0, 65535, np.uint16)),
     "cvt_i16_f16": ("i16", ["f16"], lambda a: cvt_f32_to_int(a, -32768, 32767, np.int16)),
 }
+
+
+def fma16(a, b, c):
+    """f16 fma: the product is exact in float64, the sum rounds there first (ample for 11 bits)."""
+    return (a.astype(np.float64) * b + c).astype(np.float16)
 
 
 def sext24(x):
