@@ -29,7 +29,7 @@ def lanes64(value) -> np.ndarray:
 
 def mask_bits(mask: np.ndarray) -> int:
     """A boolean lane array back to a 64-bit lane mask."""
-    return int(np.bitwise_or.reduce(LANE_BITS[mask])) if mask.any() else 0
+    return int(np.packbits(mask, bitorder="little").view(np.uint64)[0])
 
 
 class Wave:
