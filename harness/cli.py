@@ -288,8 +288,7 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
         counts = {status: sum(r.status == status for r in runs)
                   for status in ("pass", "rejected", "fail", "error", "timeout", "skip")}
         out.print(", ".join(f"{n} {status}" for status, n in counts.items() if n))
-    note = session.interpreter_note(runs)
-    if note:
+    for note in filter(None, [session.interpreter_note(runs), session.emulator_note(runs)]):
         notices.print(f"note: {note}", highlight=False)
     lost = next((outcome.ledger_error for outcome in outcomes if outcome.ledger_error), None)
     if lost:
@@ -343,7 +342,7 @@ def list_submissions(submissions, run_all, device):
     from harness import submission as subs
 
     check_submissions_or_all(submissions, run_all)
-    here = platforms.detect(device)
+    here = platforms.run_platform(device)
     found = [subs.resolve(arg) for arg in submissions] if submissions else subs.discover()
     console = display.console()
     if not found:
@@ -365,7 +364,7 @@ def doctor(device):
     from harness import submission as subs
     from harness.sandbox import guard
 
-    here = platforms.detect(device)
+    here = platforms.run_platform(device)
     console = display.console()
     console.print(display.machine_table(here))
     console.print(f"protection of runs: {guard.choose('auto').describe()}", highlight=False, markup=False,

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from harness import paths
 from harness.fitted_table import FitColumn, Steps as PlainSteps, console, fit, print_fitted  # noqa: F401 (cli's)
-from harness.platform import AITER_STANDIN_MARK
+from harness.platform import AITER_STANDIN_MARK, emulator_status
 from harness.run import protocol
 from harness.results.figures import format_model_band, format_model_us, format_us, geomean
 from harness.results.records import shape_label
@@ -202,8 +202,9 @@ def machine_table(here) -> Table:
     facts = Table(show_header=False, title="this machine", title_justify="left")
     facts.add_column(style="bold")
     facts.add_column()
-    versions = [(name, version or "[dim]not installed[/]") for name, version in here.versions.items()]
-    for name, value in [("device", here.device_name), ("arch", here.arch), ("backend", here.backend)] + versions:
+    rows = [("device", here.device_name), ("arch", here.arch), ("backend", here.backend),
+            ("gfx950 emulator", escape(emulator_status(here)))]
+    for name, value in rows + [(n, v or "[dim]not installed[/]") for n, v in here.versions.items()]:
         facts.add_row(name, value)
     return facts
 

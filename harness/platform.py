@@ -1,5 +1,6 @@
 """What this machine is, and which submissions it can run (DESIGN section 5)."""
 import dataclasses
+import functools
 import importlib.metadata
 import importlib.util
 import platform as python_platform
@@ -8,6 +9,7 @@ from pathlib import Path
 import torch
 
 from harness import __version__
+from harness.results.records import EMULATOR_ARCH, EMULATOR_MARK
 from harness.submission import Submission
 
 AITER_STANDIN_MARK = "aiter stand-in: correctness only"  # in every table, record and note a stand-in run touches
@@ -15,6 +17,11 @@ AITER_STANDIN = (f"{AITER_STANDIN_MARK} (AMD's aiter is not installed here: the 
                  "serves it; its times say nothing about MI355X)")
 OPTIONAL_AITER_STANDIN = ("aiter (optional): the harness's stand-in serves `import aiter` here, so the file's aiter "
                           "path runs where it imports it (correctness only)")
+EMULATOR_COVERS = ("HIP kernels run on the harness's gfx950 emulator (harness/emulator/README.md): scalar, vector, "
+                   "packed, DPP/SDWA, LDS, global, buffer, LDS-DMA and MFMA instructions, with LDS-race and "
+                   "bounds checks; Triton kernels not covered; an instruction it lacks skips the case "
+                   "(\"not emulated: ...\")")
+EMULATED_HIP = f"{EMULATOR_MARK} ({EMULATOR_COVERS})"
 
 
 class PlatformError(ValueError):
@@ -27,6 +34,7 @@ class Platform:
     device_name: str  # "NVIDIA H200", "AMD Instinct MI355X", "cpu (x86_64)"
     arch: str  # "sm_90", "gfx950", "cpu"
     versions: dict
+    emulate_gfx950: bool = False  # --device gfx950: HIP runs on the emulator even where a GPU is
 
     @property
     def is_gpu(self) -> bool:
@@ -87,9 +95,16 @@ def _gpu_arch() -> str:
 
 
 def detect(device: str = "auto") -> Platform:
-    """The platform for `device`: "auto" (the GPU when there is one), "cuda" (a GPU, ROCm included) or "cpu"."""
-    if device not in ("auto", "cuda", "cpu"):
-        raise PlatformError(f"unknown device {device!r}: use auto, cuda or cpu")
+    """The platform for `device`: "auto" (the GPU when there is one), "cuda" (a GPU, ROCm included), "cpu", or
+    "gfx950" (the CPU, with HIP kernels on the gfx950 emulator)."""
+    if device not in ("auto", "cuda", "cpu", "gfx950"):
+        raise PlatformError(f"unknown device {device!r}: use auto, cuda, cpu or gfx950")
+    if device == "gfx950":
+        problem = emulator_missing()
+        if problem:
+            raise PlatformError(f"--device gfx950: the gfx950 emulator cannot run here: {problem}")
+        here = detect("cpu")
+        return dataclasses.replace(here, emulate_gfx950=True)
     has_gpu = torch.cuda.is_available()
     if device == "cuda" and not has_gpu:
         raise PlatformError(f"--device cuda, but this machine has no usable GPU (torch {torch.__version__})")
@@ -111,7 +126,9 @@ def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
     """
     needs = submission.requirements
     here = f"this machine is {platform.describe()}"
-    if "hip" in needs:
+    if "hip" in needs and emulates_hip(submission, platform):
+        pass
+    elif "hip" in needs:
         archs = "/".join(sorted(submission.hip_archs)) or "a ROCm GPU"
         if platform.backend != "rocm":
             return False, f"needs ROCm: HIP source compiled with load_inline for {archs}; {here}"
@@ -123,6 +140,8 @@ def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
              for name in sorted(submission.optional) if not _available(name, platform)]
     if standin_serves_aiter(submission, platform):
         notes.append(OPTIONAL_AITER_STANDIN if "aiter" in submission.optional else AITER_STANDIN)
+    if emulates_hip(submission, platform):
+        notes.append(EMULATED_HIP)
     uses_triton = "triton" in needs or ("triton" in submission.optional and _available("triton", platform))
     if uses_triton and platform.backend == "cpu":
         notes.append("Triton kernels run through the interpreter (TRITON_INTERPRET=1)")
@@ -143,8 +162,64 @@ def interprets_triton(submission: Submission, platform: Platform) -> bool:
 def _available(name: str, platform: Platform) -> bool:
     """Whether an optional requirement can work here (its guarded path is the one that runs)."""
     if name == "hip":
-        return platform.backend == "rocm"
+        return platform.backend == "rocm" or emulates_hip_anything(platform)
     if name == "aiter":
         return True  # the real aiter, or else the harness's stand-in (harness/aiter_standin)
     return platform.versions.get(name) is not None
 
+
+
+@functools.lru_cache(maxsize=1)
+def emulator_missing() -> str | None:
+    """Why the gfx950 emulator cannot run here (the HIP toolchain, the emulator's core), or None."""
+    from harness.compile.hip import toolchain
+
+    try:
+        toolchain.find()
+    except toolchain.ToolchainMissing as error:
+        return str(error)
+    if importlib.util.find_spec("harness.emulator.launch") is None:
+        return "the emulator's core (harness/emulator/launch.py) is not in this checkout"
+    return None
+
+
+def emulates_hip_anything(platform: Platform) -> bool:
+    """HIP goes to the emulator on this platform: --device gfx950, or `harness run`'s default without a GPU."""
+    return platform.backend != "rocm" and platform.emulate_gfx950
+
+
+def run_platform(device: str = "auto") -> Platform:
+    """What `harness run` (and list, doctor) use: detect(device), and on a machine without a GPU, by default,
+    HIP on the gfx950 emulator where it can run; --device cpu keeps the plain CPU."""
+    here = detect(device)
+    if device == "auto" and not here.is_gpu and emulator_missing() is None:
+        return dataclasses.replace(here, emulate_gfx950=True)
+    return here
+
+
+def emulates_hip(submission: Submission, platform: Platform) -> bool:
+    """This file's HIP kernels run on the gfx950 emulator here (it builds HIP for gfx950, or names no arch)."""
+    uses_hip = "hip" in (submission.requirements | submission.optional)
+    for_gfx950 = not submission.hip_archs or "gfx950" in submission.hip_archs
+    return uses_hip and for_gfx950 and emulates_hip_anything(platform)
+
+
+def emulated(platform: Platform) -> Platform:
+    """The platform an emulated run's record names: the CPU, labelled as the emulator, never as MI355X."""
+    return dataclasses.replace(platform, device_name=EMULATOR_MARK, arch=EMULATOR_ARCH, emulate_gfx950=True)
+
+
+def emulator_environment() -> dict:
+    """What the child of an emulated run is told: emulate, and where the HIP toolchain and the parent's builds are
+    (its own XDG_CACHE_HOME is the run's scratch)."""
+    from harness.compile.hip import toolchain
+
+    return {"HARNESS_EMULATE_GFX950": "1", "HARNESS_HIP_CACHE": str(toolchain.cache_root())}
+
+
+def emulator_status(here) -> str:
+    """What the gfx950 emulator covers, and whether HIP goes to it here (`harness doctor`)."""
+    if getattr(here, "emulate_gfx950", False):
+        return f"on: {EMULATED_HIP}"
+    missing = emulator_missing()
+    return f"off: {missing}" if missing else "off here (--device gfx950, or a machine without a GPU, turns it on)"

@@ -109,7 +109,7 @@ def _comparable(record: dict, device: str | None, mode: str | None, include_inte
     """May this record be compared under the user's --device / --mode / --include-interpreter?"""
     if mode is not None and record["mode"] != mode:
         return False
-    if record.get("standin"):  # the aiter stand-in's times say nothing about MI355X: never compared
+    if record.get("standin") or records.emulated(record):  # stand-in and emulator times: never compared
         return False
     matches_device = device is None or _on_device(record, device)
     if record["interpreter"]:

@@ -16,6 +16,8 @@ from harness.results import ledger
 from harness.paths import REPO_ROOT, in_repository
 
 SCHEMA_VERSION = 2
+EMULATOR_MARK = "gfx950 emulated (CPU): correctness only"  # in every table, record and note an emulated run touches
+EMULATOR_ARCH = "gfx950-emulated"  # an emulated record's arch: never "gfx950", which counts as MI355X
 SOURCES = ("local", "remote")
 # A run's verdicts that fail it: a wrong answer, a crash, a spent time limit, a file the server would refuse.
 FAILED = ("fail", "error", "timeout", "rejected")
@@ -77,6 +79,8 @@ class Record(TypedDict):
     git: dict | None     # {"commit": "<sha>", "dirty": bool} of the checkout that ran it; None outside git
     estimate: dict | None  # mode "estimate" only: the MI355X model's figures (harness/estimate/runner.py), never stats
     protection: str | None  # "sandbox (bwrap)" | "fallback: file checks" | "off" (harness/sandbox/guard.py); None: older
+    emulator: dict | None  # HIP kernels ran on the gfx950 emulator (CPU), correctness only: per kernel launches
+                           # and counts; its times are never compared or charted. None: not emulated
 
 
 def now_iso() -> str:
@@ -95,12 +99,12 @@ def new_record(*, source: str, submission: SubmissionInfo, mode: str, cases: str
                versions: dict, status: str, reason: str, results: list, warnings: list, started: str,
                finished: str, remote: dict | None = None, interpreter: bool = False,
                git: dict | None = None, standin: str | None = None, estimate: dict | None = None,
-               protection: str | None = None) -> Record:
+               protection: str | None = None, emulator: dict | None = None) -> Record:
     return Record(schema=SCHEMA_VERSION, run_id=ledger.new_run_id(), source=source, submission=submission,
                   mode=mode, cases=cases, flush=flush, device=device, versions=dict(versions), status=status,
                   reason=reason, results=list(results), warnings=list(warnings), started=started,
                   finished=finished, remote=remote, interpreter=interpreter, standin=standin, git=git,
-                  estimate=estimate, protection=protection)
+                  estimate=estimate, protection=protection, emulator=emulator)
 
 
 # ---------------------------------------------------------------- reading and checking, in one place
@@ -206,7 +210,15 @@ def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None 
         started=str(raw.get("started") or ""), finished=str(raw.get("finished") or ""),
         remote=dict(raw["remote"]) if raw.get("remote") else None, interpreter=bool(interpreter),
         standin=str(raw["standin"]) if raw.get("standin") else None, git=dict(raw["git"]) if raw.get("git") else None,
-        estimate=dict(raw["estimate"]) if raw.get("estimate") else None, protection=raw.get("protection"))
+        estimate=dict(raw["estimate"]) if raw.get("estimate") else None, protection=raw.get("protection"),
+        emulator=_emulator_of(raw))
+
+
+def _emulator_of(raw: dict) -> dict | None:
+    """The emulator's figures; {} for an emulated record that launched nothing (its device says so)."""
+    if raw.get("emulator") is not None:
+        return dict(raw["emulator"])
+    return {} if (raw.get("device") or {}).get("arch") == EMULATOR_ARCH else None
 
 
 def usable(raws: list[dict], root: Path = REPO_ROOT) -> list[Record]:
@@ -255,8 +267,14 @@ def identity(record: Record):
 
 
 def real_timings(record: Record) -> bool:
-    """Times that say something about a GPU kernel: not taken through the Triton interpreter or the aiter stand-in."""
-    return not record["interpreter"] and not record.get("standin")
+    """Times that say something about a GPU kernel: not taken through the Triton interpreter, the aiter stand-in or
+    the gfx950 emulator."""
+    return not record["interpreter"] and not record.get("standin") and not emulated(record)
+
+
+def emulated(record: Record) -> bool:
+    """HIP kernels ran on the gfx950 emulator (CPU): correctness only."""
+    return record.get("emulator") is not None or record["device"]["arch"] == EMULATOR_ARCH
 
 
 def case_means(record: Record) -> dict:

@@ -66,6 +66,7 @@ class Table:
     secret: dict = field(default_factory=dict)  # label -> verdict of the remote secret-seed run
     interpreted: list = field(default_factory=list)  # passed, but timed through the Triton interpreter: left out
     standin: list = field(default_factory=list)  # passed on the aiter stand-in (correctness only): left out
+    emulated: list = field(default_factory=list)  # passed on the gfx950 emulator (correctness only): left out
 
     @property
     def timed(self) -> bool:
@@ -147,6 +148,8 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
         status = record["status"]
         if status == "pass" and record.get("standin") and record["mode"] in TIMED_MODES:
             table.standin.append(name)  # stand-in times: never in a timed table, whatever the options
+        elif status == "pass" and records.emulated(record) and record["mode"] in TIMED_MODES:
+            table.emulated.append(name)  # emulator times: never in a timed table either
         elif status == "pass" and record["interpreter"] and record["mode"] in TIMED_MODES and not include_interpreter:
             table.interpreted.append(name)
         elif status == "pass":
@@ -169,6 +172,9 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
         if table.standin:
             table.notes.append(f"Left out: {', '.join(sorted(table.standin))} passed on the aiter stand-in "
                                "(correctness only): their times say nothing about MI355X.")
+        if table.emulated:
+            table.notes.append(f"Left out: {', '.join(sorted(table.emulated))} passed on the {records.EMULATOR_MARK}: "
+                               "their times say nothing about MI355X.")
         table.rows.sort(key=_row_order)
         table.failing.sort(key=lambda item: item.label)
         table.skipped.sort(key=lambda item: item.label)
@@ -322,7 +328,7 @@ def unverified_submissions(tables: list[Table]) -> list[str]:
     return sorted(labels)
 
 
-VERIFIED_COLUMNS = ("CPU", "GPU here", "aiter stand-in", "compiled for gfx950", "MI355X")
+VERIFIED_COLUMNS = ("CPU", "GPU here", "aiter stand-in", "gfx950 emulated (CPU)", "compiled for gfx950", "MI355X")
 
 
 def where_verified(everything: list[dict]) -> dict:
@@ -342,6 +348,8 @@ def where_verified(everything: list[dict]) -> dict:
             column = "compiled for gfx950" if arch == "gfx950" else None
         elif record.get("standin"):  # correctness on the harness's torch aiter, never MI355X evidence
             column = "aiter stand-in"
+        elif records.emulated(record):  # HIP on the harness's gfx950 emulator: correctness only
+            column = "gfx950 emulated (CPU)"
         elif record["source"] == "remote" or arch == "gfx950":
             column = "MI355X"
         else:
@@ -360,7 +368,8 @@ def render_verified(everything: list[dict]) -> list[str]:
         return []
     lines = ["## Where each submission was verified", "",
              "The newest evidence of each kind in the ledger (✓ passed, ✗ failed, – none). \"Compiled for gfx950\" is "
-             "upstream LLVM 22 on this repository's machines (HIP or Triton), not the runner's compiler: a kernel is "
+             "upstream LLVM 22 on this repository's machines (HIP or Triton), not the runner's compiler; \"gfx950 "
+             f"emulated (CPU)\" is the harness's emulator ({records.EMULATOR_MARK}): a kernel is "
              "verified only once it ran on an MI355X.", "",
              "| submission | " + " | ".join(VERIFIED_COLUMNS) + " |", "|---|" + "---|" * len(VERIFIED_COLUMNS)]
     for name in sorted(found):

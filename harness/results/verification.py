@@ -1,5 +1,5 @@
 """What counts as verified on MI355X: a passing test or leaderboard run there (remote, or a local gfx950), never the
-aiter stand-in, the interpreter, a compile or an estimate. The scoreboard marks everything else "not verified"."""
+aiter stand-in, the interpreter, the gfx950 emulator, a compile or an estimate. The scoreboard marks everything else "not verified"."""
 
 
 def needs_mi355x(requirements: frozenset) -> bool:
@@ -11,7 +11,8 @@ def verified_on_mi355x(record: dict, everything: list[dict]) -> bool:
     sub = record["submission"]
     for other in everything:
         other_sub = other["submission"]
-        on_mi355x = (other["source"] == "remote" or other["device"]["arch"] == "gfx950") and not other.get("standin")
+        on_mi355x = ((other["source"] == "remote" or other["device"]["arch"] == "gfx950") and not other.get("standin")
+                     and other.get("emulator") is None)  # the gfx950 emulator is the CPU, never MI355X
         if not on_mi355x or other["mode"] not in ("test", "leaderboard") or other["status"] != "pass":
             continue
         same_file = sub["sha256"] and other_sub["sha256"] == sub["sha256"]

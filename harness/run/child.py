@@ -25,6 +25,7 @@ import signal
 import sys
 
 from harness.aiter_standin import loader as aiter_standin
+from harness.emulator import launch_hip
 from harness.run import accuracy, faults
 from harness.run.faults import SubmissionImportError, TamperError
 from harness.run import timing
@@ -179,7 +180,8 @@ def _custom_kernel():
     custom_kernel = getattr(_imported_submission(), "custom_kernel", None)
     if not callable(custom_kernel):
         raise SubmissionImportError("the submission defines no custom_kernel(data)")
-    return custom_kernel
+    # On the emulator a kernel's fault or missing instruction stops the call, whatever the submission catches.
+    return launch_hip.checked(custom_kernel) if launch_hip.requested() else custom_kernel
 
 
 def _submission_notes() -> dict:
@@ -373,6 +375,8 @@ def child_main(argv: list[str] | None = None) -> int:
     import reference  # noqa: F401  (imported before "ready" so its cost is not charged to the first case)
 
     aiter_standin.install()  # last on sys.meta_path: serves `import aiter` only where no real aiter is found
+    if launch_hip.requested():
+        launch_hip.install()  # HIP without ROCm: our runtime and load_inline, kernels on the gfx950 emulator
 
     trust_current_environment()  # the originals, taken before the submission is imported
     requests = os.fdopen(options.request_fd, "r")
@@ -385,13 +389,15 @@ def child_main(argv: list[str] | None = None) -> int:
             reply = {"ok": True, "result": OPERATIONS[request["op"]](**request["args"])}
         except Exception as exc:  # the submission's fault: report it, keep the harness alive
             faults.print_submission_traceback(exc)
-            reply = {"ok": False, "status": "error", "message": faults.one_line_error(exc, submission_path),
+            reply = {"ok": False, "status": launch_hip.fault_status(exc) or "error",
+                     "message": faults.one_line_error(exc, submission_path),
                      "import_failed": isinstance(exc, SubmissionImportError)}
         escaped = procs.left_the_session()
         if escaped:
             reply = {"ok": False, "status": "error", "message": "started a process that left its session (setsid) to "
                      f"outlive the run: {escaped[0]} (killed)", "import_failed": False}
         reply["standin"] = "aiter" if aiter_standin.served() else None
+        reply["emulated"] = launch_hip.summary()
         reply["nonce"] = request.get("nonce")
         replies.write(json.dumps(reply) + "\n")
         replies.flush()

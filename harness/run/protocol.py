@@ -21,8 +21,8 @@ from harness.run import timing
 from harness.run.cases import MODES, spec_line
 from harness.results.figures import geomean
 from harness.run.limits import invalid_limits
-from harness.platform import (AITER_STANDIN, AITER_STANDIN_MARK, Platform, can_run, interprets_triton,
-                              standin_serves_aiter)
+from harness.platform import (AITER_STANDIN, AITER_STANDIN_MARK, Platform, can_run, emulated, emulates_hip,
+                              emulator_environment, interprets_triton, standin_serves_aiter)
 from harness.submission import Submission
 from harness.run.worker import Worker
 
@@ -98,6 +98,7 @@ class RunResult:
     log_path: Path | None = None
     interpreter: bool = False  # Triton kernels ran through TRITON_INTERPRET: its times say nothing about a GPU
     standin: str | None = None  # "aiter": the aiter stand-in served it (correctness only, its times say nothing)
+    emulator: dict | None = None  # HIP kernels ran on the gfx950 emulator: per kernel launches and counts
 
     @property
     def failed(self) -> bool:
@@ -282,8 +283,10 @@ def _is_warning(line: str) -> bool:
 
 def summarize(results: list) -> tuple:
     """(status, reason) of a whole run from its cases: a wrong answer is "fail", a crash "error", a case
-    still running at the limit or a case the spent limit left unrun "timeout"."""
-    for wanted, status in (("fail", "fail"), ("error", "error"), ("timeout", "timeout"), ("not run", "timeout")):
+    still running at the limit or a case the spent limit left unrun "timeout", a case skipped (an instruction
+    the gfx950 emulator lacks) "skip": no pass either."""
+    for wanted, status in (("fail", "fail"), ("error", "error"), ("timeout", "timeout"), ("not run", "timeout"),
+                           ("skip", "skip")):
         for index, result in enumerate(results):
             if result.status == wanted:
                 lines = result.message.splitlines() or [""]
@@ -373,8 +376,9 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
     cases = make_cases(specs, secret)
     log_path = log_file_for(submission, mode, log_dir)
     interpret = interprets_triton(submission, platform)
+    emulate = emulates_hip(submission, platform)
     limit = TimeLimit(timeout_s, case_timeout_s)
-    if interpret:
+    if interpret or emulate:
         budgets = interpreter_budgets(budgets)
     elif standin_serves_aiter(submission, platform):
         budgets = interpreter_budgets(budgets, STANDIN_REPEATS)  # the stand-in will serve it: correctness only
@@ -382,7 +386,7 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         progress(None, None, "starting the worker")
 
     with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret, jail=jail,
-                on_start=starting) as worker:
+                on_start=starting, emulator=emulator_environment() if emulate else None) as worker:
         stressed = []
         if mode == "test":
             results = run_tests(worker, cases, limit, progress, on_case)
@@ -395,7 +399,9 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
             results = run_leaderboard(worker, cases, limit, flush, budgets, progress, warnings, on_case)
         else:
             results = run_profile(worker, cases, limit, progress, on_case)
-        standin = worker.standin
+        standin, emulator = worker.standin, worker.emulated if emulate else None
+    if emulate:
+        platform = emulated(platform)  # the record names the emulator, never MI355X
     if standin and not any(AITER_STANDIN_MARK in warning for warning in warnings):
         warnings.insert(0, AITER_STANDIN)  # served although the file's text did not show it needs aiter
     warnings.extend(case_warnings(results) + stress_warnings(stressed, results, cases_name))
@@ -403,7 +409,8 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
     if status == "pass" and rejections:  # never a plain pass: a ranked run of it would be refused
         status, reason = "rejected", f"{records.REJECTED_PREFIX}: {rejections[0].split(': ', 1)[1]}"
     return RunResult(submission, mode, cases_name, flush, platform, status, reason, results, warnings,
-                     started, records.now_iso(), log_path, interpreter=interpret, standin=standin)
+                     started, records.now_iso(), log_path, interpreter=interpret, standin=standin,
+                     emulator=emulator)
 
 
 def geomean_ns(run: RunResult) -> float | None:
@@ -423,4 +430,4 @@ def record(run: RunResult, checkout: dict | None = None, protection: str | None 
         versions=run.platform.versions, status=run.status, reason=run.reason,
         results=[result.record() for result in run.results], warnings=run.warnings,
         started=run.started, finished=run.finished, interpreter=run.interpreter, standin=run.standin, git=checkout,
-        protection=protection)
+        protection=protection, emulator=run.emulator)

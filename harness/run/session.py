@@ -117,8 +117,11 @@ def prepare(device: str = "auto", protection: str = "auto") -> tuple:
 def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout_s: float | None,
            case_timeout_s: float | None = None, protection: str = "auto") -> Settings:
     """The run's settings on this machine; CaseError / PlatformError / ResultsError (one line) for what cannot work."""
-    here = platforms.detect(device)
+    here = platforms.run_platform(device)
     notices = []
+    if here.emulate_gfx950:
+        notices.append(f"HIP kernels run on the harness's gfx950 emulator ({platforms.EMULATOR_MARK}; "
+                       "--device cpu: the plain CPU).")
     defaulted = cases_arg is None
     if cases_arg is None:
         cases_arg = "official" if here.is_gpu else "small"
@@ -155,6 +158,8 @@ def evaluate_and_record(submission: Submission, settings: Settings, progress=pro
                         on_case=protocol._no_case_report) -> Outcome:
     """protocol.evaluate for one submission under the run's protection, then its record appended to the ledger (or
     why it could not be). A file changed on disk or a process left running fails the run (harness/sandbox/guard.py)."""
+    if platforms.emulates_hip(submission, settings.platform):
+        prebuild_hip(submission)  # before the watch: the parent's builds are not the child's changes
     with guarded(submission, settings.platform, settings.protection) as held:
         run = protocol.evaluate(submission, settings.platform, settings.mode, settings.specs,
                                 cases_name=settings.cases_name, flush=settings.flush, timeout_s=settings.timeout_s,
@@ -172,6 +177,33 @@ def evaluate_and_record(submission: Submission, settings: Settings, progress=pro
             f"{submission.label}: its result could not be written to {paths.shown(paths.ledger_file())} "
             f"({ledger.why_unwritten(error)}), so it is lost"))
     return Outcome(run, record, None)
+
+
+def emulator_note(runs: list) -> str | None:
+    """What the gfx950 emulator ran, with its rate, when any submission's HIP kernels were emulated."""
+    parts = []
+    for run in runs:
+        kernels = run.emulator or {}
+        launches = sum(k["launches"] for k in kernels.values())
+        executed = sum(k["counts"].get("wave_instructions", 0) for k in kernels.values())
+        seconds = sum(k["seconds"] for k in kernels.values())
+        if run.emulator is not None:
+            rate = f", {executed / seconds:,.0f} wave instructions/s" if seconds > 0 else ""
+            parts.append(f"{run.submission.label}: {launches} launches of {len(kernels)} kernels, "
+                         f"{executed:,} wave instructions in {seconds:.1f} s{rate}")
+    if not parts:
+        return None
+    return f"HIP kernels on the {platforms.EMULATOR_MARK} (times never compared): " + "; ".join(parts)
+
+
+def prebuild_hip(submission: Submission) -> None:
+    """Its load_inline extensions built into the HIP toolchain's cache, which the child may read but not write."""
+    from harness.emulator.hip_runtime import prebuild
+
+    try:
+        prebuild.prebuild(submission.path)
+    except Exception:  # noqa: BLE001 - the child builds (or fails) on its own, as the submission's fault
+        pass
 
 
 def exit_code(runs: list, allow_rejected: bool = False) -> int:

@@ -28,7 +28,8 @@ EXIT_GRACE_S = 10.0  # how long a child may take to exit after its requests pipe
 STARTUP_LIMIT_S = 300.0
 
 
-def child_environment(device: str, triton_interpreter: bool, base: dict | None = None) -> dict:
+def child_environment(device: str, triton_interpreter: bool, base: dict | None = None,
+                      emulator: dict | None = None) -> dict:
     """The child's environment: POPCORN_SEED removed (as eval.py does), device pinned, task/reference on the path."""
     env = dict(os.environ if base is None else base)
     env.pop("POPCORN_SEED", None)
@@ -45,6 +46,7 @@ def child_environment(device: str, triton_interpreter: bool, base: dict | None =
         env.setdefault("MallocPreScribble", "1")
     if triton_interpreter:
         env["TRITON_INTERPRET"] = "1"
+    env.update(emulator or {})  # HIP kernels on the gfx950 emulator (platform.emulator_environment)
     return env
 
 
@@ -64,23 +66,34 @@ def cap(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 40] + f" ... [{len(text) - limit + 40} chars cut]"
 
 
+def _add_emulated(total: dict, more: dict) -> None:
+    """Sums per kernel of the emulator's launches, seconds and counts over the child's replies."""
+    for kernel, part in more.items():
+        entry = total.setdefault(kernel, {"launches": 0, "seconds": 0.0, "counts": {}})
+        entry["launches"] += part.get("launches", 0)
+        entry["seconds"] += part.get("seconds", 0.0)
+        for key, value in (part.get("counts") or {}).items():
+            entry["counts"][key] = entry["counts"].get(key, 0) + value
+
+
 class Worker:
     """A child process that serves one submission; restarted after any crash, timeout or exception."""
 
     def __init__(self, submission_path: Path, device: str, log_path: Path, triton_interpreter: bool = False,
-                 jail=None, on_start=None):
+                 jail=None, on_start=None, emulator: dict | None = None):
         self.submission_path = Path(submission_path)
         self.on_start = on_start  # called before each child starts (1-2 s), so that the user sees why it waits
         self.jail = jail  # harness/sandbox/guard.py's Jail: the sandbox or the private copies the child runs in
         self.device = device
         self.log_path = Path(log_path)
-        self.env = child_environment(device, triton_interpreter)
+        self.env = child_environment(device, triton_interpreter, emulator=emulator)
         self._process = None
         self._requests = None  # parent's write end
         self._replies = None  # parent's read end
         self._buffer = b""
         self._import_failure = None  # the reply of a failed import: every later call would fail the same way
         self.standin = None  # "aiter" once the child said the aiter stand-in served the submission
+        self.emulated: dict = {}  # kernel -> launches, seconds, counts: what the gfx950 emulator ran
 
     def __enter__(self):
         return self
@@ -189,6 +202,7 @@ class Worker:
             return self._failed("error", "forged reply: a line the harness did not write came back on the worker's "
                                 "private result pipe", log_offset)
         self.standin = reply.get("standin") or self.standin
+        _add_emulated(self.emulated, reply.get("emulated") or {})
         if not reply.get("ok"):
             # A Python exception may leave the device in a bad state (illegal address...): start afresh.
             self.close()

@@ -1,0 +1,1 @@
+"""HIP without ROCm, child side: our HIP runtime (runtime.cpp), the offload bundle, and load_inline's CPU build."""

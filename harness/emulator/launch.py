@@ -1,0 +1,229 @@
+"""run_kernel: a grid of workgroups on the CPU. Waves of a workgroup take turns and meet at
+s_barrier; workgroups run one after another until one runs long, then side by side (so a
+workgroup spinning on another's flag lets that one run); no progress anywhere is a hang."""
+import struct
+import time
+
+import numpy as np
+
+from .code_object import CodeObject, KernelInfo
+from .counts import LaunchCounts
+from .errors import EmulationFault, NotEmulated
+from .executor import Executors
+from .lds import LDS_BYTES, LDS
+from .memory import HostMemory
+from .operands import PRIVATE_APERTURE, SHARED_APERTURE
+from .sopp import BARRIER, END, YIELD
+from .wave import LANES, Wave
+
+__all__ = ["run_kernel", "HostMemory", "NotEmulated", "EmulationFault", "LaunchCounts"]
+WAVE_QUANTUM = 4000          # wave instructions before the next wave of the workgroup runs
+WORKGROUP_SLICE = 200_000    # before another workgroup is let in beside a long-running one
+HANG_LIMIT = 3_000_000       # wave instructions with no store, barrier or wave end anywhere
+MAX_RESIDENT = 1024
+HIDDEN_U16 = ("hidden_group_size_x", "hidden_group_size_y", "hidden_group_size_z",
+              "hidden_remainder_x", "hidden_remainder_y", "hidden_remainder_z", "hidden_grid_dims")
+
+
+class Launch:
+    def __init__(self, code, info, grid, block, memory, lds_size):
+        self.code, self.info, self.grid, self.block = code, info, grid, block
+        self.memory, self.lds_size = memory, lds_size
+        if code.__dict__.get("_executors") is None:
+            code.__dict__["_executors"] = Executors(code.program)
+        self.executors = code.__dict__["_executors"]
+        self.instructions = code.program.instructions
+        self.hits = [0] * len(self.instructions)
+        self.bytes_moved: dict[str, int] = {}
+        self.clock = 0
+        self.threads = block[0] * block[1] * block[2]
+        self.waves_per_group = -(-self.threads // LANES)
+
+
+def hidden_arguments(info: KernelInfo, segment: np.ndarray, grid, block, dynamic_lds, queue_address):
+    values = {"hidden_block_count_x": grid[0], "hidden_block_count_y": grid[1],
+              "hidden_block_count_z": grid[2], "hidden_group_size_x": block[0],
+              "hidden_group_size_y": block[1], "hidden_group_size_z": block[2],
+              "hidden_grid_dims": 3 if grid[2] > 1 or block[2] > 1 else (2 if grid[1] > 1 or block[1] > 1 else 1),
+              "hidden_dynamic_lds_size": dynamic_lds, "hidden_private_base": PRIVATE_APERTURE >> 32,
+              "hidden_shared_base": SHARED_APERTURE >> 32, "hidden_queue_ptr": queue_address}
+    for offset, size, kind in info.args:
+        if not kind.startswith("hidden_"):
+            continue
+        value = values.get(kind, 0)
+        segment[offset:offset + size] = np.frombuffer(value.to_bytes(8, "little")[:size], np.uint8)
+
+
+def dispatch_packet(info, grid, block, kernarg_address) -> np.ndarray:
+    """The AQL dispatch packet, for kernels that read the workgroup size through dispatch_ptr."""
+    packet = np.zeros(64, np.uint8)
+    dims = 3 if grid[2] > 1 or block[2] > 1 else (2 if grid[1] > 1 or block[1] > 1 else 1)
+    struct.pack_into("<HHHHHHIIIII", packet, 0, 0, dims, *block, 0,
+                     *(g * b for g, b in zip(grid, block)), info.private_segment_size,
+                     info.group_segment_size)
+    struct.pack_into("<QQ", packet, 32, 0, kernarg_address)
+    return packet
+
+
+class Workgroup:
+    def __init__(self, launch: Launch, group_id, setup):
+        self.launch, self.id = launch, group_id
+        self.lds = LDS(launch.lds_size, checked=launch.waves_per_group > 1)
+        self.waves = [self.make_wave(k, setup) for k in range(launch.waves_per_group)]
+        self.executed = 0
+
+    def make_wave(self, k, setup):
+        launch, info = self.launch, self.launch.info
+        wave = Wave(self, k, launch.code.program.index_of[info.entry])
+        sgprs, _ = setup
+        wave.s[:len(sgprs)] = sgprs
+        at = info.user_sgpr_count
+        for enabled, value in zip(info.workgroup_id, self.id):
+            if enabled:
+                wave.s[at] = value
+                at += 1
+        bx, by, _ = launch.block
+        threads = np.arange(k * LANES, (k + 1) * LANES)
+        x, y, z = threads % bx, threads // bx % by, threads // (bx * by)
+        wave.v[0] = (x | y << 10 | z << 20).astype(np.uint32)
+        active = threads < launch.threads
+        wave.exec_bits = int(sum(1 << lane for lane in range(LANES) if active[lane]))
+        wave.memory, wave.lds, wave.bytes_moved = launch.memory, self.lds, launch.bytes_moved
+        wave.clock = 0
+        return wave
+
+    @property
+    def done(self) -> bool:
+        return all(w.done for w in self.waves)
+
+    def run(self, budget: int) -> int:
+        """Runs the waves in turn for about budget wave instructions; returns progress events."""
+        used, progress = 0, 0
+        while used < budget and not self.done:
+            for wave in self.waves:
+                if wave.done or wave.at_barrier:
+                    continue
+                before = wave.progress
+                used += run_wave(self.launch, wave, WAVE_QUANTUM)
+                progress += wave.progress - before + wave.done
+            waiting = [w for w in self.waves if not w.done]
+            if waiting and all(w.at_barrier for w in waiting):
+                for w in waiting:
+                    w.at_barrier = False
+                self.lds.epoch += 1
+                progress += 1
+        self.executed += used
+        return progress, used
+
+
+def run_wave(launch: Launch, w: Wave, budget: int) -> int:
+    table, hits = launch.executors.table, launch.hits
+    i, n = w.pc, 0
+    try:
+        while n < budget:
+            result = table[i](w)
+            hits[i] += 1
+            n += 1
+            if result is None:
+                i += 1
+            elif result >= 0:
+                i = result
+            elif result == BARRIER:
+                w.at_barrier = True
+                i += 1
+                break
+            elif result == END:
+                w.done = True
+                break
+            elif result == YIELD:
+                i += 1
+                break
+    except NotEmulated as missing:
+        raise missing.in_kernel(launch.info.name) from None
+    except EmulationFault as fault:
+        ins = launch.instructions[i]
+        raise fault.located(launch.info.name, ins.mnemonic, f"0x{ins.pc:x}", ins.source_line) from None
+    w.pc = i
+    w.clock += n
+    return n
+
+
+def initial_sgprs(info: KernelInfo, packet_address, queue_address, kernarg_address, segment) -> list[int]:
+    values = []
+    fields = {"private_segment_buffer": [0, 0, 0, 0], "dispatch_ptr": split64(packet_address),
+              "queue_ptr": split64(queue_address), "kernarg_segment_ptr": split64(kernarg_address),
+              "dispatch_id": [0, 0], "flat_scratch_init": [0, 0],
+              "private_segment_size": [info.private_segment_size]}
+    for name, enabled in info.user_sgprs.items():
+        if enabled:
+            values += fields[name]
+    if info.preload_length:
+        start = 4 * info.preload_offset
+        words = segment[start:start + 4 * info.preload_length].view(np.uint32)
+        values += [int(x) for x in words]
+    return values
+
+
+def split64(value: int) -> list[int]:
+    return [value & 0xFFFFFFFF, value >> 32]
+
+
+def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic_lds: int = 0,
+               memory: HostMemory | None = None) -> LaunchCounts:
+    info = code.kernels.get(name) or code.kernels.get(name.removesuffix(".kd"))
+    if info is None:
+        raise KeyError(f"no kernel {name} in the code object ({sorted(code.kernels)})")
+    if info.private_segment_size:
+        raise NotEmulated("scratch (private segment)", info.name)
+    grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
+    memory = memory if memory is not None else HostMemory()
+    lds_size = info.group_segment_size + dynamic_lds
+    if lds_size > LDS_BYTES:
+        raise EmulationFault("lds too large", f"{lds_size} bytes of LDS, gfx950 has {LDS_BYTES}", info.name)
+    segment = np.zeros(max(info.kernarg_size, len(kernarg), 8) + 64, np.uint8)
+    segment[:len(kernarg)] = np.frombuffer(kernarg, np.uint8)
+    queue = np.zeros(256, np.uint8)
+    hidden_arguments(info, segment, grid, block, dynamic_lds, queue.ctypes.data)
+    packet = dispatch_packet(info, grid, block, segment.ctypes.data)
+    owned = [(segment, "kernarg segment"), (packet, "dispatch packet"), (queue, "queue"),
+             (code.image, "code object globals")]
+    for array, label in owned:
+        memory.add_array(array, label)
+    launch = Launch(code, info, grid, block, memory, max(lds_size, 4))
+    setup = (initial_sgprs(info, packet.ctypes.data, queue.ctypes.data, segment.ctypes.data, segment), None)
+    counts = LaunchCounts(info.name, grid, block, launch.waves_per_group, grid[0] * grid[1] * grid[2])
+    started = time.perf_counter()
+    try:
+        with np.errstate(all="ignore"):
+            schedule(launch, grid, setup)
+    finally:
+        for array, _ in owned:
+            memory.remove_region(array.ctypes.data)
+        counts.seconds = time.perf_counter() - started
+        counts.add_hits(launch.instructions, launch.hits)
+        counts.bytes = dict(launch.bytes_moved)
+    return counts
+
+
+def schedule(launch: Launch, grid, setup) -> None:
+    pending = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+    pending.reverse()
+    active: list[Workgroup] = []
+    quiet = 0
+    while pending or active:
+        if not active or (pending and len(active) < MAX_RESIDENT and all(
+                g.executed >= WORKGROUP_SLICE * len(active) for g in active)):
+            active.append(Workgroup(launch, pending.pop(), setup))
+        made = 0
+        for group in list(active):
+            progress, used = group.run(WORKGROUP_SLICE)
+            made += progress
+            quiet = 0 if progress else quiet + used
+            if group.done:
+                active.remove(group)
+        if quiet > HANG_LIMIT and (not pending or len(active) >= MAX_RESIDENT):
+            stuck = active[0].waves[0]
+            ins = launch.instructions[stuck.pc]
+            raise EmulationFault("hang", f"{len(active)} workgroups made no progress for {quiet} wave "
+                                 "instructions (a spin on a value no workgroup writes?)",
+                                 launch.info.name, ins.mnemonic, f"0x{ins.pc:x}", ins.source_line)

@@ -1,0 +1,204 @@
+"""From a host-side HIP launch to the emulator's core, in the child.
+
+`install()` loads our HIP runtime (hip_runtime/), sets its launch hook,
+starts tracking CPU tensor storages, and puts the emulator's load_inline
+in torch's place. At each launch the hook finds the kernel's gfx950 code
+object in the fat binary clang registered, lays the arguments out by the
+kernel's metadata (code object v5 hidden arguments included), registers
+every live tensor storage and hipMalloc block for the bounds checker and
+calls run_kernel. A NotEmulated or EmulationFault is kept: the runtime
+throws into the host code, and `checked()` raises the kept one after the
+submission's call, whatever the submission did with the C++ error.
+"""
+import ctypes
+import dataclasses
+import os
+import time
+
+from harness.emulator.hip_runtime import bundle, extension, library
+
+ENV = "HARNESS_EMULATE_GFX950"  # set by the parent: HIP runs emulated here
+MARK = "gfx950 emulated (CPU): correctness only"
+
+# The explicit arguments' kinds (AMDGPUUsage, code object v5 metadata).
+_EXPLICIT = {"by_value", "global_buffer", "dynamic_shared_pointer",
+             "image", "pipe", "queue", "sampler"}
+
+_state = {"library": None, "hook": None, "fault": None, "runner": None}
+_codes: dict = {}  # bundle address -> CodeObject
+_launches: list = []  # one dict per launch since the last summary
+
+
+def requested() -> bool:
+    return os.environ.get(ENV) == "1"
+
+
+def set_runner(run_kernel) -> None:
+    """Tests: a stand-in for the core's run_kernel (None: the core)."""
+    _state["runner"] = run_kernel
+
+
+def _runner():
+    if _state["runner"] is not None:
+        return _state["runner"]
+    from harness.emulator.launch import run_kernel
+    return run_kernel
+
+
+def _code_object(fatbin: int):
+    if fatbin not in _codes:
+        from harness.emulator.code_object import load_code_object
+        _codes[fatbin] = load_code_object(bundle.unpack_at(fatbin))
+    return _codes[fatbin]
+
+
+def hidden_value(kind: str, grid, block, shared: int) -> int:
+    """A hidden argument's value; those the CPU has no use for are 0."""
+    axis = "xyz".find(kind[-1]) if kind[-2:-1] == "_" else -1
+    if kind.startswith("hidden_block_count_"):
+        return grid[axis]
+    if kind.startswith("hidden_group_size_"):
+        return block[axis]
+    if kind == "hidden_grid_dims":
+        return 3 if grid[2] > 1 else 2 if grid[1] > 1 else 1
+    if kind == "hidden_dynamic_lds_size":
+        return shared
+    return 0  # remainders (whole blocks), offsets, queue and heap pointers
+
+
+def kernarg_bytes(info, args, grid, block, shared: int) -> bytes:
+    """The kernarg segment: each explicit argument copied from the
+    launch's void** in order, hidden ones filled in."""
+    last = max((o + s for o, s, _ in info.args), default=0)
+    segment = bytearray(max(info.kernarg_size, last))
+    explicit = 0
+    for offset, size, kind in info.args:
+        if kind in _EXPLICIT:
+            source = args[explicit]
+            explicit += 1
+            segment[offset:offset + size] = ctypes.string_at(source, size)
+        elif kind.startswith("hidden_"):
+            value = hidden_value(kind, grid, block, shared)
+            segment[offset:offset + size] = value.to_bytes(size, "little")
+    return bytes(segment)
+
+
+def host_memory():
+    """Every live tensor storage and hipMalloc block, named."""
+    from harness.emulator.memory import HostMemory
+    memory = HostMemory()
+    for address, size, kind in library.live_blocks(_state["library"]):
+        memory.add_region(address, size, f"{kind} at 0x{address:x} "
+                          f"({size} bytes)")
+    return memory
+
+
+def _counts(counts) -> dict:
+    """The core's LaunchCounts as flat numbers ("by_class.VALU": n)
+    that sum over launches; its own rate and seconds are left out."""
+    raw = counts.as_record() if hasattr(counts, "as_record") else (
+        dataclasses.asdict(counts) if dataclasses.is_dataclass(counts)
+        else dict(getattr(counts, "__dict__", {}) or {}))
+    flat = {}
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()
+                         if isinstance(v, (int, float))})
+        elif isinstance(value, int) and not isinstance(value, bool):
+            flat[key] = value
+    for key in ("wave_instructions_per_second", "seconds"):
+        flat.pop(key, None)
+    return flat
+
+
+def _launch(fatbin, name, grid_p, block_p, args, shared) -> int:
+    kernel = name.decode()
+    grid = tuple(grid_p[i] for i in range(3))
+    block = tuple(block_p[i] for i in range(3))
+    try:
+        code = _code_object(fatbin)
+        info = code.kernels[kernel]
+        kernarg = kernarg_bytes(info, args, grid, block, shared)
+        started = time.monotonic()
+        counts = _runner()(code, kernel, grid, block, kernarg,
+                           dynamic_lds=shared, memory=host_memory())
+        _launches.append({"kernel": kernel, "grid": grid, "block": block,
+                          "seconds": time.monotonic() - started,
+                          "counts": _counts(counts)})
+        return 0
+    except BaseException as error:  # noqa: BLE001 - kept, raised after the call
+        if _state["fault"] is None:
+            _state["fault"] = error
+        library_fault = f"{type(error).__name__}: {error}"
+        _state["library"].harness_set_fault(library_fault.encode()[:2000])
+        return 1
+
+
+def emulated_load_inline(name, cpp_sources, cuda_sources=None,
+                         functions=None, **options):
+    """torch.utils.cpp_extension.load_inline for this machine."""
+    return extension.load(extension.spec_of(
+        name, cpp_sources, cuda_sources, functions, **options))
+
+
+def install() -> None:
+    """Our runtime and load_inline, once per process."""
+    if _state["library"] is not None:
+        return
+    runtime = library.load()
+    _state["hook"] = library.LAUNCH_HOOK(_launch)  # kept alive here
+    runtime.harness_set_launch_hook(_state["hook"])
+    runtime.harness_track_tensors()
+    _state["library"] = runtime
+    import torch.utils.cpp_extension as cpp_extension
+    cpp_extension.load_inline = emulated_load_inline
+
+
+def take_fault():
+    fault, _state["fault"] = _state["fault"], None
+    return fault
+
+
+def checked(function):
+    """`function` whose calls raise the fault a launch kept."""
+    def call(*args, **kwargs):
+        take_fault()
+        try:
+            result = function(*args, **kwargs)
+        except Exception as error:
+            fault = take_fault()
+            if fault is not None:
+                raise fault from error
+            raise
+        fault = take_fault()
+        if fault is not None:
+            raise fault
+        return result
+    return call
+
+
+def summary() -> dict:
+    """Launches since the last summary, by kernel; then forgotten."""
+    kernels: dict = {}
+    for launch in _launches:
+        entry = kernels.setdefault(launch["kernel"], {
+            "launches": 0, "seconds": 0.0, "counts": {}})
+        entry["launches"] += 1
+        entry["seconds"] += launch["seconds"]
+        for key, value in launch["counts"].items():
+            if isinstance(value, (int, float)):
+                entry["counts"][key] = entry["counts"].get(key, 0) + value
+    _launches.clear()
+    return kernels
+
+
+def fault_status(error: BaseException) -> str | None:
+    """The case's status for an emulator stop: skip or fail."""
+    from harness.emulator.errors import EmulationFault, NotEmulated
+    if isinstance(error, NotEmulated):
+        return "skip"
+    if isinstance(error, EmulationFault):
+        return "fail"
+    return None
+
+

@@ -1,0 +1,71 @@
+"""A workgroup's LDS (160 KB on gfx950) and its race checker: per byte, the last writer wave and
+reader wave with the barrier epoch they acted in. Two waves touching the same byte in one epoch,
+at least one writing, is a race (atomics are exempt: they are meant to meet)."""
+import numpy as np
+
+from .errors import EmulationFault
+
+LDS_BYTES = 160 * 1024
+MANY = -2
+
+
+class LDS:
+    def __init__(self, size: int, checked: bool):
+        self.size = size
+        self.bytes = np.zeros(size, np.uint8)
+        self.checked = checked
+        self.epoch = 0
+        if checked:
+            # per byte: epoch << 16 | (wave + 1) of the last writer and of the reader(s)
+            self.written = np.zeros(size, np.int64)
+            self.read_by = np.zeros(size, np.int64)
+
+    def span(self, addresses: np.ndarray, nbytes: int, what: str) -> np.ndarray:
+        addresses = addresses.astype(np.int64)
+        if len(addresses) and (addresses.min() < 0 or addresses.max() + nbytes > self.size):
+            bad = int(addresses.max() + nbytes - 1 if addresses.max() + nbytes > self.size else addresses.min())
+            raise EmulationFault("lds out of bounds",
+                                 f"{what} at LDS byte {bad}, the workgroup has {self.size} bytes")
+        return addresses[:, None] + np.arange(nbytes) if nbytes > 1 else addresses[:, None]
+
+    def read(self, wave: int, addresses: np.ndarray, nbytes: int, atomic: bool = False) -> np.ndarray:
+        index = self.span(addresses, nbytes, "read")
+        if self.checked and not atomic:
+            self.check(wave, index, writing=False)
+        return self.bytes[index]
+
+    def write(self, wave: int, addresses: np.ndarray, data: np.ndarray, atomic: bool = False) -> None:
+        index = self.span(addresses, data.shape[1], "write")
+        if self.checked and not atomic:
+            self.check(wave, index, writing=True)
+        self.bytes[index] = data
+
+    def check(self, wave: int, index: np.ndarray, writing: bool) -> None:
+        flat = index.ravel()
+        mine = ((self.epoch + 1) << 16) | (wave + 1)
+        current = (self.epoch + 1) << 16
+        written = self.written[flat]
+        clash = ((written & ~0xFFFF) == current) & (written != mine)
+        if writing:
+            read_by = self.read_by[flat]
+            clash |= ((read_by & ~0xFFFF) == current) & (read_by != mine)
+        if clash.any():
+            self.report(wave, flat, clash, writing)
+        if writing:
+            self.written[flat] = mine
+            return
+        old = self.read_by[flat]
+        shared = ((old & ~0xFFFF) == current) & (old != mine)
+        self.read_by[flat] = np.where(shared, current | (MANY & 0xFFFF), mine)
+
+    def report(self, wave, flat, clash, writing):
+        at = int(np.flatnonzero(clash)[0])
+        current = (self.epoch + 1) << 16
+        written = int(self.written[flat[at]])
+        tag = written if (written & ~0xFFFF) == current and written & 0xFFFF != wave + 1 \
+            else int(self.read_by[flat[at]])
+        other = tag & 0xFFFF
+        other_text = "several waves" if other == MANY & 0xFFFF else f"wave {other - 1}"
+        kind = "write" if writing else "read"
+        raise EmulationFault("lds race", f"wave {wave} {kind}s LDS byte {int(flat[at])} that "
+                             f"{other_text} touched since the last s_barrier")

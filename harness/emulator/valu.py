@@ -1,0 +1,149 @@
+"""VOP1/VOP2/VOP3 (and their DPP and SDWA forms) for the elementwise opcodes of valu_ops.py."""
+import numpy as np
+
+from . import dpp
+from .errors import NotEmulated
+from .operands import parse, vector_reader, vector_writer
+from .valu_ops import OPS
+
+WIDTH = {"f16": 16, "u16": 16, "i16": 16, "b16": 16, "f32": 32, "u32": 32, "i32": 32,
+         "b32": 32, "f64": 64, "u64": 64, "i64": 64, "b64": 64}
+VIEW = {"f16": np.float16, "i16": np.int16, "u16": np.uint16, "b16": np.uint16, "f32": np.float32,
+        "i32": np.int32, "f64": np.float64, "i64": np.int64}
+ACCUMULATE = ("fmac_", "mac_", "dot2c_", "pk_fmac_")
+SUFFIXES = ("_e32", "_e64", "_dpp", "_sdwa")
+
+
+def base_name(mnemonic: str) -> str:
+    """'v_add_f32_e64' -> 'add_f32'."""
+    name = mnemonic[2:] if mnemonic.startswith("v_") else mnemonic
+    for suffix in SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name
+
+
+def bits(text: str | None, count: int = 4) -> list[int]:
+    """'[0,1,1]' -> [0, 1, 1, 0] (op_sel, neg_lo and friends)."""
+    if not text:
+        return [0] * count
+    values = [int(x) for x in text.strip("[]").split(",")]
+    return values + [0] * (count - len(values))
+
+
+def op_sel(modifiers: dict, sources: int) -> tuple[list[int], int]:
+    """VOP3 op_sel as printed: one bit per source, then the destination's bit last."""
+    text = modifiers.get("op_sel")
+    if not text:
+        return [0] * 4, 0
+    values = [int(x) for x in text.strip("[]").split(",")]
+    destination = values[sources] if len(values) > sources else 0
+    return values[:sources] + [0] * (4 - sources), destination
+
+
+def typed(raw, kind: str, high: bool = False):
+    """Raw lane bits as the operand type's numpy values."""
+    width = WIDTH[kind]
+    if width == 16:
+        half = (raw >> np.uint32(16)) if high else raw
+        half = np.asarray(half & np.uint32(0xFFFF)).astype(np.uint16)
+        return half.view(VIEW[kind]) if kind in VIEW else half
+    raw = np.asarray(raw)
+    return raw.view(VIEW[kind]) if kind in VIEW else raw
+
+
+def raw_of(value, kind: str):
+    """A typed result back to lane bits (uint32, or uint64 for 64-bit types)."""
+    value = np.asarray(value)
+    width = WIDTH[kind]
+    if kind.startswith("f"):
+        floating = {16: np.float16, 32: np.float32, 64: np.float64}[width]
+        unsigned = {16: np.uint16, 32: np.uint32, 64: np.uint64}[width]
+        value = value.astype(floating, copy=False).view(unsigned)
+        return value.astype(np.uint32) if width == 16 else value
+    if width == 64:
+        return value.astype(np.int64, copy=False).view(np.uint64) if value.dtype.kind == "i" \
+            else value.astype(np.uint64, copy=False)
+    if value.dtype == np.uint32:
+        return value
+    if value.dtype == np.int32:
+        return value.view(np.uint32)
+    masked = value.astype(np.int64) & (0xFFFF if width == 16 else 0xFFFFFFFF)
+    return masked.astype(np.uint32)
+
+
+def output_modifiers(modifiers: dict, kind: str):
+    """clamp and omod (mul:2, mul:4, div:2) on float results."""
+    scale = {"mul": {"2": 2.0, "4": 4.0}, "div": {"2": 0.5}}
+    factor = 1.0
+    for key in ("mul", "div"):
+        if key in modifiers:
+            factor = scale[key][modifiers[key]]
+    clamp = "clamp" in modifiers
+    if not clamp and factor == 1.0:
+        return None
+    if not kind.startswith("f"):
+        if clamp:
+            raise NotEmulated("integer clamp")
+        return None
+    dtype = VIEW[kind]
+
+    def apply(value):
+        value = np.asarray(value).astype(dtype) * dtype(factor)
+        return np.clip(value, dtype(0), dtype(1)) if clamp else value
+    return apply
+
+
+def source_readers(ins, sources, kinds, opsel):
+    readers = []
+    for at, (operand, kind) in enumerate(zip(sources, kinds)):
+        width = 64 if WIDTH[kind] == 64 else 32
+        read = vector_reader(operand, 16 if WIDTH[kind] == 16 else width, kind.startswith("f"))
+        if ins.mnemonic.endswith("_sdwa") and at < 2:
+            selector = ins.modifiers.get(f"src{at}_sel", "DWORD")
+            read = dpp.sdwa_source(read, selector, operand.sext)
+        readers.append((read, kind, bool(opsel[at]) if at < 3 else False))
+    return readers
+
+
+def build(ins, name: str):
+    result_kind, kinds, fn = OPS[name]
+    operands = [parse(text) for text in ins.operands]
+    destination, sources = operands[0], operands[1:]
+    if len(sources) == len(kinds) - 1 and name.startswith(ACCUMULATE):
+        sources = sources + [destination]
+    if len(sources) != len(kinds):
+        raise NotEmulated(ins.mnemonic, detail=f"{len(sources)} operands")
+    opsel, destination_high = op_sel(ins.modifiers, len(ins.operands) - 1)
+    readers = source_readers(ins, sources, kinds, opsel)
+    write_mask = None
+    if ins.mnemonic.endswith("_dpp"):
+        read0, write_mask = dpp.dpp_source(readers[0][0], ins.modifiers)
+        readers[0] = (read0,) + readers[0][1:]
+    post = output_modifiers(ins.modifiers, result_kind)
+    store = result_store(ins, destination, result_kind, destination_high)
+
+    def run(w):
+        values = [typed(read(w), kind, high) for read, kind, high in readers]
+        result = fn(*values)
+        if post is not None:
+            result = post(result)
+        store(w, raw_of(result, result_kind), None if write_mask is None else write_mask(w))
+    return run
+
+
+def result_store(ins, destination, kind: str, high: bool):
+    """fn(wave, raw, mask): 16-bit results go to the low half (or high with op_sel), SDWA merges."""
+    write = vector_writer(destination, 64 if WIDTH[kind] == 64 else 32)
+    if ins.mnemonic.endswith("_sdwa"):
+        merge = dpp.sdwa_merge(ins.modifiers.get("dst_sel", "DWORD"),
+                               ins.modifiers.get("dst_unused", "UNUSED_PRESERVE"))
+        row = destination.index
+        return lambda w, raw, mask: write(w, merge(raw, w.v[row]), mask)
+    if WIDTH[kind] == 16 and destination.kind == "v":
+        row = destination.index
+        if high:
+            return lambda w, raw, mask: write(
+                w, (w.v[row] & np.uint32(0xFFFF)) | (raw << np.uint32(16)), mask)
+        return lambda w, raw, mask: write(w, raw & np.uint32(0xFFFF), mask)
+    return write
