@@ -290,8 +290,12 @@ def _run_single_estimate(args: dict, device: str) -> dict:
 def _run_single_compile(target: str, kernels: list | None = None, preferred: bool = False) -> dict:
     """`harness compile`, the gate, the estimate's kernel model: the file's Triton kernels compiled ahead of time
     for `target` here, where importing the file can do no harm (harness/compile/aot.py)."""
+    import tempfile
+
     from harness.compile import aot
 
+    # A cold cache: a cached build prints none of the compiler errors that tell an unbuildable variant.
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="aot-cache-")
     module = _imported_submission()
     try:
         reports = aot.compile_module(module, target, only=kernels, preferred=preferred)
