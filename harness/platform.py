@@ -148,3 +148,12 @@ def _available(name: str, platform: Platform) -> bool:
         return True  # the real aiter, or else the harness's stand-in (harness/aiter_standin)
     return platform.versions.get(name) is not None
 
+
+
+def reach(platform: Platform) -> dict:
+    """can_run's verdict here for a file of each kind (doctor's table): torch, triton, hip, aiter."""
+    examples = {"torch": {"torch"}, "triton": {"torch", "triton"}, "hip": {"torch", "hip"},
+                "aiter": {"torch", "aiter"}}
+    return {need: can_run(Submission(number=None, slug=need, path=Path(need), requirements=frozenset(needs),
+                                     sha256=""), platform)
+            for need, needs in examples.items()}

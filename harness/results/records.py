@@ -76,6 +76,7 @@ class Record(TypedDict):
     git: dict | None     # {"commit": "<sha>", "dirty": bool} of the checkout that ran it; None outside git
     estimate: dict | None  # mode "estimate" only: the MI355X model's figures (harness/estimate/runner.py), never stats
     protection: str | None  # "sandbox (bwrap)" | "fallback: file checks" | "off" (harness/sandbox/guard.py); None: older
+    gpu: dict | None  # {"index", "uuid"} a spread run pinned it to (harness/run/spread.py); None: serial or older
 
 
 def submission_info(submission) -> SubmissionInfo:
@@ -89,12 +90,12 @@ def new_record(*, source: str, submission: SubmissionInfo, mode: str, cases: str
                versions: dict, status: str, reason: str, results: list, warnings: list, started: str,
                finished: str, remote: dict | None = None, interpreter: bool = False,
                git: dict | None = None, standin: str | None = None, estimate: dict | None = None,
-               protection: str | None = None) -> Record:
+               protection: str | None = None, gpu: dict | None = None) -> Record:
     return Record(schema=SCHEMA_VERSION, run_id=ledger.new_run_id(), source=source, submission=submission,
                   mode=mode, cases=cases, flush=flush, device=device, versions=dict(versions), status=status,
                   reason=reason, results=list(results), warnings=list(warnings), started=started,
                   finished=finished, remote=remote, interpreter=interpreter, standin=standin, git=git,
-                  estimate=estimate, protection=protection)
+                  estimate=estimate, protection=protection, gpu=gpu)
 
 
 # ---------------------------------------------------------------- reading and checking, in one place
@@ -200,7 +201,8 @@ def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None 
         started=str(raw.get("started") or ""), finished=str(raw.get("finished") or ""),
         remote=dict(raw["remote"]) if raw.get("remote") else None, interpreter=bool(interpreter),
         standin=str(raw["standin"]) if raw.get("standin") else None, git=dict(raw["git"]) if raw.get("git") else None,
-        estimate=dict(raw["estimate"]) if raw.get("estimate") else None, protection=raw.get("protection"))
+        estimate=dict(raw["estimate"]) if raw.get("estimate") else None, protection=raw.get("protection"),
+        gpu=dict(raw["gpu"]) if raw.get("gpu") else None)
 
 
 def usable(raws: list[dict], root: Path = REPO_ROOT) -> list[Record]:
