@@ -30,7 +30,7 @@ class GpuRows(spread.Watcher):
         if not self.live and not self.quiet:  # piped or in CI: plain lines instead of the live rows
             self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
-    def started(self, gpu, submission, pinning):
+    def started(self, gpu, submission, pid, pinning):
         self.bar.reset(self.rows[gpu.index], total=None, description=f"{gpu.label}: {submission.label}")
         self.say(f"{gpu.label} | {submission.label}: started")
 

@@ -96,7 +96,7 @@ def choose(request: str, found: list) -> list:
 class Watcher:
     """What a spread run reports as it goes (the cli shows it); every method may be left as it is."""
 
-    def started(self, gpu, submission, pinning: dict) -> None: ...
+    def started(self, gpu, submission, pid: int, pinning: dict) -> None: ...
 
     def progress(self, gpu, submission, completed, total, label) -> None: ...
 
@@ -207,7 +207,7 @@ def _take(message, slots, chosen, settings, outcomes, watcher, pending) -> None:
         return  # from a slot already declared lost
     submission = chosen[job]
     if kind == "start":
-        watcher.started(slot.gpu, submission, rest[1])
+        watcher.started(slot.gpu, submission, *rest)
     elif kind == "progress":
         watcher.progress(slot.gpu, submission, *rest)
     elif kind == "case":
