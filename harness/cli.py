@@ -291,10 +291,10 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
         notices.print(notice)
     outcomes = []
     if gpus or cluster:  # the same evaluation, one submission per GPU at once (harness/run/spread.py)
-        from harness import spread_display
+        from harness.run import spread_rows
 
-        outcomes = spread_display.spread_outcomes(chosen, settings, gpus, cluster, notices, display.case_line,
-                                                  quiet=as_json)
+        outcomes = spread_rows.spread_outcomes(chosen, settings, gpus, cluster, notices, display.case_line,
+                                               quiet=as_json)
         chosen = []
     for outcome in outcomes:
         if not as_json:

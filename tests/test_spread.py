@@ -111,8 +111,9 @@ def test_spread_pins_each_gpu_keeps_verdicts_and_a_killed_slot_fails_only_its_fi
     for outcome in outcomes:
         gpu = seen.pinning[outcome.run.submission.label][0]
         assert outcome.record["gpu"]["index"] == int(gpu)
-    serial = [session.evaluate_and_record(sub, settings).run.status for sub in (chosen[0], chosen[2])]
-    assert serial == ["pass", "fail"]
+    serial = session.evaluate_and_record(chosen[2], settings)  # reference_call's serial pass: test_cli.py
+    assert serial.run.status == "fail" and serial.run.reason == outcomes[2].run.reason
+    assert serial.record.get("gpu") is None
 
 
 def test_cli_refuses_gpus_it_does_not_have_and_cluster_without_ray(settings, monkeypatch):
