@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import pickle
 import queue
+import signal
 import subprocess
 
 from harness.platform import PlatformError
@@ -145,6 +146,8 @@ class Slot:
             return
         if self.process.is_alive() and self.job is None:
             self.jobs.put(None)
+        elif self.process.is_alive():  # Ctrl-C: its worker stops as in a serial run (the slot's own cleanup)
+            os.kill(self.process.pid, signal.SIGINT)
         self.process.join(timeout=5)
         if self.process.is_alive():
             self.process.kill()

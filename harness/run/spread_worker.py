@@ -21,7 +21,15 @@ def seen_pinning() -> dict:
 
 
 def serve(slot: str, index: str, settings_blob: bytes, jobs, messages) -> None:
-    """Evaluate each (job, submission, gpu record) from `jobs` until None arrives."""
+    """Evaluate each (job, submission, gpu record) from `jobs` until None arrives (or Ctrl-C: the parent
+    says what is lost)."""
+    try:
+        _serve(slot, index, settings_blob, jobs, messages)
+    except KeyboardInterrupt:
+        return
+
+
+def _serve(slot: str, index: str, settings_blob: bytes, jobs, messages) -> None:
     os.environ.update(pinned_environment(index))
     from harness.run import session
 
