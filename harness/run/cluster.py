@@ -93,6 +93,8 @@ def spread_on_cluster(chosen: list, settings, address: str, watcher=spread.Watch
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
         except Exception as error:  # Ray's own errors name the address it could not reach
             raise ClusterError(f"--cluster {address}: {(str(error).splitlines() or [''])[0]}") from None
+    if not ray.cluster_resources().get("GPU"):  # each task asks for a GPU: it would wait for ever
+        raise ClusterError(f"--cluster {address}: the Ray cluster declares no GPU")
     task = ray.remote(num_gpus=1, max_retries=0)(run_parcel)
     blob = pickle.dumps(settings)
     commit = (settings.checkout or {}).get("commit")

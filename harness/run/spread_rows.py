@@ -6,6 +6,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from harness.run import spread
 
 
+def verdict_line(run) -> str:
+    """'119_x: fail: case 2 (...): ...': one finished submission."""
+    return f"{run.submission.label}: {run.status}" + (f": {run.reason}" if run.reason else "")
+
+
 class GpuRows(spread.Watcher):
     """A spread.Watcher that prints; use it in a `with` around spread.spread."""
 
@@ -44,7 +49,18 @@ class GpuRows(spread.Watcher):
     def finished(self, gpu, outcome):
         run = outcome.run
         self.bar.update(self.rows[gpu.index], description=f"{gpu.label}: idle")
-        self.say(f"{gpu.label} | {run.submission.label}: {run.status}" + (f": {run.reason}" if run.reason else ""))
+        self.say(f"{gpu.label} | {verdict_line(run)}")
+
+
+class TaskLines(spread.Watcher):
+    """A cluster run's one line per finished submission (Ray reports no progress of a task)."""
+
+    def __init__(self, console):
+        self.console = console
+
+    def finished(self, gpu, outcome):
+        run = outcome.run
+        self.console.print(f"ray | {verdict_line(run)}", highlight=False, markup=False, soft_wrap=True)
 
 
 def spread_outcomes(chosen, settings, gpus_request, cluster, console, case_line, quiet=False) -> list:
@@ -53,7 +69,8 @@ def spread_outcomes(chosen, settings, gpus_request, cluster, console, case_line,
     from harness.run import cluster as clusters
 
     if cluster is not None:
-        return clusters.spread_on_cluster(chosen, settings, cluster, spread.Watcher())
+        console.print(f"sending {len(chosen)} submission(s) to the Ray cluster at {cluster}", highlight=False)
+        return clusters.spread_on_cluster(chosen, settings, cluster, TaskLines(console))
     gpus = spread.choose(gpus_request, spread.visible_gpus())
     console.print(f"spreading {len(chosen)} submission(s) over {', '.join(g.label for g in gpus)}", highlight=False)
     try:
