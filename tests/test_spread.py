@@ -147,3 +147,25 @@ def test_ray_tasks_run_the_sent_bytes_and_a_killed_task_fails_only_its_file(sett
     assert passed["submission"]["path"].endswith("tests/samples/reference_call.py")
     assert passed["submission"]["sha256"] == chosen[0].sha256 and passed["gpu"]["index"] in (0, 1)
     assert len(ledger.read()) == 2
+
+
+def test_piped_rows_print_one_line_per_case_and_file_prefixed_with_the_gpu(settings, sleeper):
+    import io
+
+    from rich.console import Console
+
+    from harness import display
+    from harness.run import protocol
+    from harness.run import spread_rows
+
+    printed = io.StringIO()
+    gpus = [spread.Gpu("0", "a"), spread.Gpu("3", "b")]
+    with spread_rows.GpuRows(Console(file=printed, width=200), gpus, display.case_line) as rows:
+        rows.started(gpus[1], sleeper, 1, {})
+        case = protocol.CaseResult(spec=dict(settings.specs[0]), status="error", message="boom")
+        rows.case(gpus[1], sleeper, 0, 1, case)
+        run = spread.lost_run(sleeper, settings, "its worker process died", "")
+        rows.finished(gpus[1], session.Outcome(run, {}, None))
+    assert printed.getvalue().splitlines() == [
+        "gpu 3 | sleeper: started", "gpu 3 | sleeper: case 1/1 1×64 s11: error: boom",
+        "gpu 3 | sleeper: error: its worker process died"]
