@@ -13,7 +13,7 @@ from harness.exits import (EXIT_CODES_HELP, EXIT_FAILED, EXIT_PASSED, EXIT_USAGE
                            reports_errors)
 from harness.run.cases import MODES
 from harness.cli_options import (all_option, check_submissions_or_all, device_option, echo_warnings,
-                                 existing_ledger, ledger_option, mode_option)
+                                 existing_ledger, ledger_option, mode_option, spread_options)
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -245,9 +245,10 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
                    "checks, or nothing (off: only to compare timings); auto takes the sandbox where it starts.")
 @click.option("--allow-rejected", is_flag=True,
               help="Exit 0 for a file that passes but that the server's rules would reject (it still says so).")
+@spread_options
 @reports_errors
 def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, case_timeout, protection,
-        allow_rejected):
+        allow_rejected, gpus, cluster):
     """Validate and time submissions (numbers like 120, or file paths) with the official protocol."""
     import json
 
@@ -269,6 +270,15 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     for notice in settings.notices:
         notices.print(notice)
     outcomes = []
+    if gpus or cluster:  # the same evaluation, one submission per GPU at once (harness/run/spread.py)
+        from harness.run import spread_rows
+
+        outcomes = spread_rows.spread_outcomes(chosen, settings, gpus, cluster, notices, display.case_line,
+                                               quiet=as_json)
+        chosen = []
+    for outcome in outcomes:
+        if not as_json:
+            display.print_run(out, outcome.run)
     for sub in chosen:
         with display.Steps(notices, sub.label, bar=not as_json) as steps:
             try:
@@ -285,9 +295,7 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     if as_json:
         click.echo(json.dumps([outcome.record for outcome in outcomes], indent=2))
     elif len(runs) > 1:
-        counts = {status: sum(r.status == status for r in runs)
-                  for status in ("pass", "rejected", "fail", "error", "timeout", "skip")}
-        out.print(", ".join(f"{n} {status}" for status, n in counts.items() if n))
+        out.print(session.counts_line(runs))
     for note in filter(None, [session.interpreter_note(runs), session.emulator_note(runs)]):
         notices.print(f"note: {note}", highlight=False)
     lost = next((outcome.ledger_error for outcome in outcomes if outcome.ledger_error), None)
@@ -356,9 +364,6 @@ def list_submissions(submissions, run_all, device):
 @reports_errors
 def doctor(device):
     """What this machine is (device, arch, versions) and what it can run."""
-    from pathlib import Path
-
-
     from harness import display
     from harness import platform as platforms
     from harness import submission as subs
@@ -369,14 +374,7 @@ def doctor(device):
     console.print(display.machine_table(here))
     console.print(f"protection of runs: {guard.choose('auto').describe()}", highlight=False, markup=False,
                   soft_wrap=True)
-    examples = {"torch": {"torch"}, "triton": {"torch", "triton"}, "hip": {"torch", "hip"},
-                "aiter": {"torch", "aiter"}}
-    verdicts = {}
-    for need, requirements in examples.items():
-        probe = subs.Submission(number=None, slug=need, path=Path(need), requirements=frozenset(requirements),
-                                sha256="")
-        verdicts[need] = platforms.can_run(probe, here)
-    console.print(display.reach_table(verdicts))
+    console.print(display.reach_table(platforms.reach(here)))
     found = subs.discover()
     runnable = [s for s in found if platforms.can_run(s, here)[0]]
     console.print(f"{len(runnable)} of {len(found)} submissions in submissions/ can run here"

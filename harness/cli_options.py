@@ -15,6 +15,16 @@ ledger_option = click.option("--ledger", "ledger_file", type=click.Path(dir_okay
                              help="Ledger to read (default: $HARNESS_LEDGER or results/ledger.jsonl).")
 
 
+def spread_options(command):
+    """run's --gpus and --cluster: several submissions at once, each on one GPU (docs/MANY_GPUS.md)."""
+    command = click.option("--cluster", default=None, metavar="ADDRESS",
+                           help="Send each submission as a Ray task (num_gpus=1) to this cluster "
+                                "(auto: $RAY_ADDRESS; pip install '.[cluster]').")(command)
+    return click.option("--gpus", default=None, metavar="all|N|0,3,5",
+                        help="Spread the submissions over this node's GPUs: all, the first N, or these "
+                             "indices; one submission per GPU at a time.")(command)
+
+
 def mode_option(default=None, choices=MODES, help="Only records of this mode."):
     return click.option("--mode", type=click.Choice(choices), default=default, show_default=default is not None,
                         help=help)

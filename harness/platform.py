@@ -223,3 +223,12 @@ def emulator_status(here) -> str:
         return f"on: {EMULATED_HIP}"
     missing = emulator_missing()
     return f"off: {missing}" if missing else "off here (--device gfx950, or a machine without a GPU, turns it on)"
+
+
+def reach(platform: Platform) -> dict:
+    """can_run's verdict here for a file of each kind (doctor's table): torch, triton, hip, aiter."""
+    examples = {"torch": {"torch"}, "triton": {"torch", "triton"}, "hip": {"torch", "hip"},
+                "aiter": {"torch", "aiter"}}
+    return {need: can_run(Submission(number=None, slug=need, path=Path(need), requirements=frozenset(needs),
+                                     sha256=""), platform)
+            for need, needs in examples.items()}

@@ -81,6 +81,7 @@ class Record(TypedDict):
     protection: str | None  # "sandbox (bwrap)" | "fallback: file checks" | "off" (harness/sandbox/guard.py); None: older
     emulator: dict | None  # HIP kernels ran on the gfx950 emulator (CPU), correctness only: per kernel launches
                            # and counts; its times are never compared or charted. None: not emulated
+    gpu: dict | None  # {"index", "uuid"} a spread run pinned it to (harness/run/spread.py); None: serial or older
 
 
 def now_iso() -> str:
@@ -99,12 +100,12 @@ def new_record(*, source: str, submission: SubmissionInfo, mode: str, cases: str
                versions: dict, status: str, reason: str, results: list, warnings: list, started: str,
                finished: str, remote: dict | None = None, interpreter: bool = False,
                git: dict | None = None, standin: str | None = None, estimate: dict | None = None,
-               protection: str | None = None, emulator: dict | None = None) -> Record:
+               protection: str | None = None, emulator: dict | None = None, gpu: dict | None = None) -> Record:
     return Record(schema=SCHEMA_VERSION, run_id=ledger.new_run_id(), source=source, submission=submission,
                   mode=mode, cases=cases, flush=flush, device=device, versions=dict(versions), status=status,
                   reason=reason, results=list(results), warnings=list(warnings), started=started,
                   finished=finished, remote=remote, interpreter=interpreter, standin=standin, git=git,
-                  estimate=estimate, protection=protection, emulator=emulator)
+                  estimate=estimate, protection=protection, emulator=emulator, gpu=gpu)
 
 
 # ---------------------------------------------------------------- reading and checking, in one place
@@ -211,7 +212,7 @@ def checked(raw: dict, root: Path = REPO_ROOT, _requirements_cache: dict | None 
         remote=dict(raw["remote"]) if raw.get("remote") else None, interpreter=bool(interpreter),
         standin=str(raw["standin"]) if raw.get("standin") else None, git=dict(raw["git"]) if raw.get("git") else None,
         estimate=dict(raw["estimate"]) if raw.get("estimate") else None, protection=raw.get("protection"),
-        emulator=_emulator_of(raw))
+        emulator=_emulator_of(raw), gpu=dict(raw["gpu"]) if raw.get("gpu") else None)
 
 
 def _emulator_of(raw: dict) -> dict | None:

@@ -154,10 +154,10 @@ class Outcome:
     ledger_error: ResultsError | None  # the record could not be written: the result is lost
 
 
-def evaluate_and_record(submission: Submission, settings: Settings, progress=protocol._no_progress,
-                        on_case=protocol._no_case_report) -> Outcome:
-    """protocol.evaluate for one submission under the run's protection, then its record appended to the ledger (or
-    why it could not be). A file changed on disk or a process left running fails the run (harness/sandbox/guard.py)."""
+def evaluate(submission: Submission, settings: Settings, progress=protocol._no_progress,
+             on_case=protocol._no_case_report) -> tuple:
+    """(the run, its record) of protocol.evaluate for one submission under the run's protection, not yet in the
+    ledger. A file changed on disk or a process left running fails the run (harness/sandbox/guard.py)."""
     if platforms.emulates_hip(submission, settings.platform):
         prebuild_hip(submission)  # before the watch: the parent's builds are not the child's changes
     with guarded(submission, settings.platform, settings.protection) as held:
@@ -169,12 +169,16 @@ def evaluate_and_record(submission: Submission, settings: Settings, progress=pro
     problems = held.problems
     if problems:
         run = dataclasses.replace(run, status="fail", reason=problems[0], warnings=run.warnings + problems[1:])
-    record = protocol.record(run, settings.checkout, settings.protection.label)
+    return run, protocol.record(run, settings.checkout, settings.protection.label)
+
+
+def write(run: protocol.RunResult, record: dict) -> Outcome:
+    """The record appended to the ledger, or why it could not be (the parent alone writes, spread or not)."""
     try:
         ledger.append(record)
     except OSError as error:
         return Outcome(run, record, ResultsError(
-            f"{submission.label}: its result could not be written to {paths.shown(paths.ledger_file())} "
+            f"{run.submission.label}: its result could not be written to {paths.shown(paths.ledger_file())} "
             f"({ledger.why_unwritten(error)}), so it is lost"))
     return Outcome(run, record, None)
 
@@ -206,11 +210,24 @@ def prebuild_hip(submission: Submission) -> None:
         pass
 
 
+def evaluate_and_record(submission: Submission, settings: Settings, progress=protocol._no_progress,
+                        on_case=protocol._no_case_report) -> Outcome:
+    """evaluate, then write: one submission's run and its record in the ledger."""
+    return write(*evaluate(submission, settings, progress=progress, on_case=on_case))
+
+
 def exit_code(runs: list, allow_rejected: bool = False) -> int:
     """0 when everything that could run passed, 1 when a submission failed, errored, ran out of time or would be
     refused by the server (unless allow_rejected: the user asked to take those as passes)."""
     counted = [run for run in runs if not (allow_rejected and run.status == "rejected")]
     return 1 if any(run.failed for run in counted) else 0
+
+
+def counts_line(runs: list) -> str:
+    """'3 pass, 1 fail': a run of several submissions in one line."""
+    counts = {status: sum(run.status == status for run in runs)
+              for status in ("pass", "rejected", "fail", "error", "timeout", "skip")}
+    return ", ".join(f"{n} {status}" for status, n in counts.items() if n)
 
 
 def interpreter_note(runs: list) -> str | None:
