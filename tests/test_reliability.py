@@ -53,7 +53,7 @@ EXPECTED = {
     "patches_reference.py": Expected("error", "tampered with reference.check_implementation"),
     "patches_clock_in_call.py": Expected("error", "tampered with time.perf_counter_ns"),
     "forges_reply.py": Expected("error", "forged reply"),
-    "forbidden_word.py": Expected("pass", "the server would reject it", warning="FORBIDDEN_WORD"),
+    "forbidden_word.py": Expected("rejected", "the server would reject it", warning="FORBIDDEN_WORD"),
     "hangs.py": Expected("error", f"exceeded the run's {SHORT_TIMEOUT_S} s time limit", batch="timeouts"),
     "sleeps.py": Expected("error", f"exceeded the run's {SHORT_TIMEOUT_S} s time limit", batch="timeouts"),
     "caches_output.py": Expected("fail", "timed call 1", warning="SHAPE_OUTPUT_REPLAY", batch="leaderboard"),
@@ -354,8 +354,9 @@ def test_gpu_cache_cheat_fails_leaderboard_and_uninitialised_output_fails_benchm
         runs[(name, mode)] = (done.returncode, ledger.read(ledger_path)[-1])
     assert runs[("caches_output.py", "leaderboard")][0] == 1
     assert runs[("caches_output.py", "leaderboard")][1]["status"] == "fail"
-    # Benchmark mode reuses one input per case, so the replay cheat passes there (as it does officially).
-    assert runs[("caches_output.py", "benchmark")][1]["status"] == "pass"
+    # Benchmark mode reuses one input per case, so the replay cheat passes there (as it does officially), but
+    # its data_ptr() cache is a pattern the server's rules reject: never a plain pass.
+    assert runs[("caches_output.py", "benchmark")][1]["status"] == "rejected"
     # torch.empty could get the block of the warm-up's reference output for the same seed; the poison stops it.
     assert runs[("uninitialised.py", "benchmark")][1]["status"] == "fail"
     assert "uninitialised" in runs[("uninitialised.py", "benchmark")][1]["reason"]

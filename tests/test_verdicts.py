@@ -125,3 +125,40 @@ def test_version_1_records_are_upgraded_explicitly():
     assert refused["status"] == "rejected"
     skipped = records.checked(version_1("skip", "needs ROCm", [("skip", "needs ROCm")]))
     assert skipped["status"] == "skip" and skipped["results"][0]["status"] == "skip"
+
+
+DYING_COMPILE = textwrap.dedent('''
+    import os
+
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def copy(x_ptr, y_ptr):
+        tl.store(y_ptr + tl.arange(0, 64), tl.load(x_ptr + tl.arange(0, 64)))
+
+    class Dying(dict):
+        """An entry whose compile ends the process, as LLVM's fatal errors do."""
+        def get(self, key, default=None):
+            if key == "num_warps":
+                os._exit(1)
+            return super().get(key, default)
+
+    SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32"}
+    AOT_SPECS = [Dying(kernel="copy", label="dies", signature=SIGNATURE),
+                 {"kernel": "copy", "label": "builds", "signature": SIGNATURE}]
+''')
+
+
+def test_a_variant_whose_compile_kills_the_worker_fails_and_the_others_still_compile(tmp_path):
+    from harness import platform as platforms, submission as subs
+    from harness.run import compiling
+    from harness.sandbox import guard
+
+    path = tmp_path / "dying.py"
+    path.write_text(DYING_COMPILE)
+    outcome = compiling.compile_guarded(subs.resolve(str(path)), "gfx950", platforms.detect("cpu"),
+                                        guard.choose("off"))
+    dies, builds = outcome.triton
+    assert dies.error.startswith("the compiler died building it for gfx950") and not dies.skipped
+    assert builds.error is None and builds.registers and outcome.failed

@@ -285,9 +285,15 @@ def preferred_spec(specs: list, kernel: str, target: str) -> dict | None:
     return (labelled or own or [None])[0]
 
 
-def compile_module(module, target: str, only: list | None = None, preferred: bool = False) -> list[KernelReport]:
+COMPILING_MARK = "aot: compiling AOT_SPECS entry"  # then its index: names the variant a dying compiler was building
+
+
+def compile_module(module, target: str, only: list | None = None, preferred: bool = False,
+                   died: dict | None = None) -> list[KernelReport]:
     """Compile every @triton.jit kernel of an imported submission for target ('gfx950', 'gfx942' or 'sm90');
-    `only`: just the kernels of these names; `preferred`: only each kernel's preferred_spec."""
+    `only`: just the kernels of these names; `preferred`: only each kernel's preferred_spec; `died`: AOT_SPECS
+    index -> why, for the variants whose compile killed an earlier worker (reported as failed, not compiled
+    again). Each compile is announced on stdout first, so the worker's log names the one that dies."""
     if target not in TARGETS:
         raise AotError(f"unknown target {target!r}: use one of {', '.join(TARGETS)}")
     path = Path(getattr(module, "__file__", "") or "submission.py")
@@ -299,6 +305,7 @@ def compile_module(module, target: str, only: list | None = None, preferred: boo
         if spec.get("kernel") not in kernels:
             raise AotError(f"AOT_SPECS names kernel {spec.get('kernel')!r}, which is not a @triton.jit "
                            f"function of {Path(path).name}")
+    died = died or {}
     reports = []
     for name, kernel in kernels.items():
         if only is not None and name not in only:
@@ -307,9 +314,16 @@ def compile_module(module, target: str, only: list | None = None, preferred: boo
         if preferred and own:
             own = [preferred_spec(own, name, target)]
         for spec in own:
-            skipped = _wrong_target(spec, target)
-            reports.append(KernelReport(kernel=name, label=spec.get("label", ""), target=target, skipped=True,
-                                        error=skipped) if skipped else compile_kernel(kernel, spec, target))
+            index = next(i for i, entry in enumerate(specs) if entry is spec)
+            report = KernelReport(kernel=name, label=spec.get("label", ""), target=target)
+            if _wrong_target(spec, target):
+                report.skipped, report.error = True, _wrong_target(spec, target)
+            elif str(index) in died:
+                report.error = died[str(index)]
+            else:
+                print(f"{COMPILING_MARK} {index}", flush=True)
+                report = compile_kernel(kernel, spec, target)
+            reports.append(report)
         if not own and _is_launchable(kernel):
             reports.append(KernelReport(kernel=name, label="", target=target, skipped=True,
                                         error="no AOT_SPECS entry: argument types unknown"))

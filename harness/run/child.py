@@ -287,7 +287,8 @@ def _run_single_estimate(args: dict, device: str) -> dict:
     return {"good": True, "message": message, "recording": recorded(), "notes": _submission_notes()}
 
 
-def _run_single_compile(target: str, kernels: list | None = None, preferred: bool = False) -> dict:
+def _run_single_compile(target: str, kernels: list | None = None, preferred: bool = False,
+                        died: dict | None = None) -> dict:
     """`harness compile`, the gate, the estimate's kernel model: the file's Triton kernels compiled ahead of time
     for `target` here, where importing the file can do no harm (harness/compile/aot.py)."""
     import tempfile
@@ -298,7 +299,7 @@ def _run_single_compile(target: str, kernels: list | None = None, preferred: boo
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="aot-cache-")
     module = _imported_submission()
     try:
-        reports = aot.compile_module(module, target, only=kernels, preferred=preferred)
+        reports = aot.compile_module(module, target, only=kernels, preferred=preferred, died=died)
     except aot.AotError as error:
         return {"error": str(error), "reports": []}
     return {"error": None, "reports": [dataclasses.asdict(report) for report in reports]}

@@ -19,13 +19,28 @@ class ImportFailed(compiled.CompileError):
 def triton_reports(held: session.Guarded, target: str, kernels: list | None = None,
                    preferred: bool = False) -> list:
     """aot.KernelReport per Triton kernel variant, compiled in the submission's worker; CompileError (one line)
-    when the file cannot be imported or its AOT_SPECS are wrong."""
-    reply = held.ask("compile", COMPILE_LIMIT_S, target=target, kernels=kernels, preferred=preferred)
+    when the file cannot be imported or its AOT_SPECS are wrong. A variant whose compile kills the worker (LLVM
+    exits on some errors) fails with that reason, and the others are compiled in a fresh one."""
+    died: dict = {}
+    while True:
+        reply = held.ask("compile", COMPILE_LIMIT_S, target=target, kernels=kernels, preferred=preferred, died=died)
+        dying = _variant_being_built(reply)
+        if reply["ok"] or dying is None or dying in died:
+            break
+        died[dying] = f"the compiler died building it for {target} ({reply['message']})"
     if not reply["ok"]:
         raise ImportFailed(f"cannot import {held.submission.path.name}: {reply['message']}")
     if reply["result"]["error"]:
         raise compiled.CompileError(reply["result"]["error"])
     return [aot.report_from_dict(raw) for raw in reply["result"]["reports"]]
+
+
+def _variant_being_built(reply: dict) -> str | None:
+    """The AOT_SPECS index a worker that died was compiling (its log's last mark), or None."""
+    if reply["ok"]:
+        return None
+    marks = [line.split()[-1] for line in reply.get("log_tail", "").splitlines() if aot.COMPILING_MARK in line]
+    return marks[-1] if marks else None
 
 
 def compile_guarded(submission: Submission, target: str, platform, protection) -> compiled.Compiled:
