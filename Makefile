@@ -32,9 +32,9 @@ PYTEST_WORKERS ?= 2
 test: setup
 	$(BIN)/python -m pytest -q -m "not gpu" -n $(PYTEST_WORKERS) --durations=25
 
-# The edit loop: the suite less its slow tests and the README test (which reruns every README command).
+# The edit loop: the suite less its slow tests (the README commands on a fresh clone among them).
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not gpu and not slow" -n $(PYTEST_WORKERS) --deselect tests/test_readme.py::test_the_readme_commands_run_on_a_fresh_clone
+	$(BIN)/python -m pytest -q -m "not gpu and not slow" -n $(PYTEST_WORKERS)
 
 # Without a GPU: one line ("*** no GPU ...  Stop.") and exit 2, not a page of skips and fails.
 HAS_GPU = $(shell $(BIN)/python -c "import torch; print(int(torch.cuda.is_available()))" 2>/dev/null)
