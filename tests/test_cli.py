@@ -335,3 +335,10 @@ def test_the_run_table_at_80_columns_keeps_status_numbers_and_the_case_number(mo
     for figure in ["0.0138 (0.3×)"] + (timed if mode == "benchmark" else []):
         assert figure in text, (figure, text)
     assert "…" not in text
+
+
+def test_a_cli_in_a_child_process_is_the_checkout_under_test(tmp_path):
+    """conftest pins PYTHONPATH: a child started anywhere imports this checkout's harness, not the venv's install."""
+    done = subprocess.run([sys.executable, "-c", "import harness; print(harness.__file__)"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert Path(done.stdout.strip()).resolve().parent.parent == helpers.REPO, done.stdout + done.stderr
