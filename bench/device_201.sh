@@ -4,8 +4,8 @@
 # 1. GPU, clocks, versions. FlashInfer wheels (.whl, carried) are installed to /tmp/site when present.
 # 2. FlashMLA (.peer/flashmla, a copy of ../shared/peers/flashmla, carried) builds in the background.
 # 3. Every 201 variant (and the default, "default=") is checked alone in its own process, all in parallel
-#    (bench/smoke_201.py): a variant that crashes cannot take the others down; this also fills Triton's cache.
-# 4. bench/bench_decode.py under the time limit with the variants that passed and the given arguments (200,
+#    (bench/tools/smoke_201.py): a variant that crashes cannot take the others down; this also fills Triton's cache.
+# 4. bench/tools/bench_decode.py under the time limit with the variants that passed and the given arguments (200,
 #    119): every output checked against reference.py, harness timing (L2 flush + GPU sleep before each call),
 #    fresh-input checks of 200 and every 201 contender. Then FlashMLA in a second bench run (its build done).
 # 5. With HARNESS_LB set: `harness run 201 --mode leaderboard` (the acceptance command), right after step 4
@@ -34,7 +34,7 @@ SMOKE="$LOGS/smoke.jsonl"
 : >"$SMOKE"
 PIDS=()
 for v in default= $VARIANTS; do
-  (timeout 150 python3 bench/smoke_201.py "${v%%=*}" "${v#*=}" 2>>"$LOGS/smoke_err.log" | tail -1 >>"$SMOKE") &
+  (timeout 150 python3 bench/tools/smoke_201.py "${v%%=*}" "${v#*=}" 2>>"$LOGS/smoke_err.log" | tail -1 >>"$SMOKE") &
   PIDS+=($!)
 done
 wait "${PIDS[@]}"
@@ -49,7 +49,7 @@ for v in default= $VARIANTS; do
 done
 [ "$DEFAULT_OK" = 1 ] || ARGS+=(--skip201default)
 FILTER='^ *File|Warning|warn|^ *\^|Search for|CUDA kernel errors|For debugging|Compile with'
-timeout "$LIMIT" python3 bench/bench_decode.py --out "$OUT" --peer none "${ARGS[@]}" "$@" 2>&1 \
+timeout "$LIMIT" python3 bench/tools/bench_decode.py --out "$OUT" --peer none "${ARGS[@]}" "$@" 2>&1 \
   | tee "$LOGS/bench.log" | grep -Ev "$FILTER"
 echo "bench exit ${PIPESTATUS[0]}"
 if [ -n "${HARNESS_LB:-}" ]; then
@@ -60,7 +60,7 @@ fi
 if [ -n "$BUILD_PID" ]; then
   wait "$BUILD_PID"; tail -2 "$LOGS/flashmla_build.log"
   mkdir -p "$LOGS/fm"
-  timeout 120 python3 bench/bench_decode.py --out "$LOGS/fm" --skip200 --skip201default --seeds "" --peer flashmla \
+  timeout 120 python3 bench/tools/bench_decode.py --out "$LOGS/fm" --skip200 --skip201default --seeds "" --peer flashmla \
     --leaderboard-calls 0 --reps 20 2>&1 | tee "$LOGS/flashmla_bench.log" | grep -Ev "$FILTER" | tail -14
   cp "$LOGS/fm/bench_results.json" "$OUT/flashmla_results.json" 2>/dev/null
 fi

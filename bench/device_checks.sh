@@ -2,7 +2,7 @@
 # The second GPU acceptance call, from the repository root (carry .peer/official): everything lands in
 # $OUT/checks.tgz (the device tool returns at most 8 files); a short summary last.
 #   1. ref_kernel's own peak memory on (256, 1, 8192)
-#   2. bench/protocol_agreement.py SUB: official eval.py vs harness --flush official vs --flush fast
+#   2. bench/tools/protocol_agreement.py SUB: official eval.py vs harness --flush official vs --flush fast
 #   3. every gpu-marked test
 #   4. bench/reliability_gpu.sh: the GPU corpus through the harness
 # Usage: bash bench/device_checks.sh 119
@@ -29,7 +29,7 @@ PY
 echo "reference memory exit $?" >>"$WORK/steps.txt"
 
 start=$(date +%s)
-OUT="$WORK/agreement" timeout 290 python bench/protocol_agreement.py "$SUB" >"$WORK/agreement.txt" 2>&1
+OUT="$WORK/agreement" timeout 290 python bench/tools/protocol_agreement.py "$SUB" >"$WORK/agreement.txt" 2>&1
 echo "protocol_agreement exit $? in $(( $(date +%s) - start )) s" >>"$WORK/steps.txt"
 
 start=$(date +%s)

@@ -8,7 +8,7 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/pyyaml*.w
 export PYTHONPATH=$PYTHONPATH:/tmp/site
 NAME=ncu_${1}${2:+_${2//[:,]/_}}
 timeout 240 ncu --set full --import-source yes -k regex:mla_fp8_gluon --launch-skip 2 --launch-count 1 \
-  -o "$OUT/$NAME" python3 bench/ncu_201.py "$1" "${2:-}" > "$OUT/${NAME}_run.txt" 2>&1
+  -o "$OUT/$NAME" python3 bench/tools/ncu_201.py "$1" "${2:-}" > "$OUT/${NAME}_run.txt" 2>&1
 tail -3 "$OUT/${NAME}_run.txt"
 ncu -i "$OUT/$NAME.ncu-rep" --page details > "$OUT/${NAME}_details.txt" 2>&1
 ncu -i "$OUT/$NAME.ncu-rep" --page source --csv --print-source sass > "$OUT/${NAME}_source.csv" 2>&1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 19 on the H200, in one device call, from the repository root (the aiter stand-in: correctness only).
 #   0. PyYAML from a carried wheel (.whl/pyyaml-*.whl) when the machine lacks it
-#   1. bench/standin_noise.py cuda: the reference through the stand-in on every official shape  -> noise.txt
+#   1. bench/tools/standin_noise.py cuda: the reference through the stand-in on every official shape  -> noise.txt
 #   2. harness run 14 --mode test (official cases + the stress warnings), then --mode leaderboard -> run_*.txt
 #   3. the gpu-marked stand-in tests (samples on official shapes: CUDA-graph replay, page size 8) -> gpu_tests.txt
 # Each step has its own time cap (STEPS / caps below); a short table last.
@@ -21,7 +21,7 @@ step() {  # name cap command...
     timeout "$cap" "$@" >"$OUT/$name.txt" 2>&1
     echo "$name exit $? (cap $cap s) in $(( $(date +%s) - start )) s" | tee -a "$OUT/steps.txt"
 }
-step noise "${NOISE_CAP:-25}" python bench/standin_noise.py cuda
+step noise "${NOISE_CAP:-25}" python bench/tools/standin_noise.py cuda
 step run_test "${TEST_CAP:-38}" python -c "from harness.cli import main; main()" run 14 --mode test --timeout 30
 step run_leaderboard "${LB_CAP:-40}" python -c "from harness.cli import main; main()" run 14 --mode leaderboard \
     --timeout 32

@@ -16,7 +16,7 @@ export HARNESS_LEDGER="$OUT/ledger.jsonl"
 harness() { python -c "from harness.cli import main; main()" "$@"; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$OUT/gpu.txt" 2>&1
-timeout 120 python bench/reference_speed.py >"$OUT/reference_speed.log" 2>&1
+timeout 120 python bench/tools/reference_speed.py >"$OUT/reference_speed.log" 2>&1
 echo "reference_speed exit $?" >>"$OUT/steps.txt"
 for step in test:100 leaderboard:200 benchmark:200; do
     mode=${step%:*} cap=${step#*:} start=$(date +%s)

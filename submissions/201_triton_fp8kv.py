@@ -33,7 +33,7 @@ no V^T is written to shared memory; two programs per SM (84 KB of shared memory 
 the earlier V^T buffer in shared memory. `gluon=0` selects the Triton kernel above on any platform (the earlier
 NVIDIA default: pv_chunks=4, reload=1). Options measured and not taken (bench/NOTES.md, issue 20): gluon_block=128
 (two warpgroups per program on 128-token tiles), stages 1, 3 or 4, bf16 partials. `trace=<int64 tensor>` records
-each program's start, first tile and end (%globaltimer) and SM for bench/trace_201.py.
+each program's start, first tile and end (%globaltimer) and SM for bench/tools/trace_201.py.
 
 Issue 20: on sm90 the splits of a sequence merge it themselves (fused_merge): the launch is cooperative (every program
 resident), each split stores its partial, takes a ticket from a per-sequence counter that only grows, waits until

@@ -82,7 +82,7 @@ def test_extractor_follows_star_imports_aliases_and_defaults(tmp_path):
     for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
         subprocess.run(["git", "-C", str(tmp_path), *command], check=True)
     out = tmp_path / "api.json"
-    subprocess.run([sys.executable, str(REPO / "bench" / "extract_aiter_api.py"), "--repo", str(tmp_path),
+    subprocess.run([sys.executable, str(REPO / "bench" / "tools" / "extract_aiter_api.py"), "--repo", str(tmp_path),
                     "--commit", "HEAD", "--out", str(out)], check=True, capture_output=True)
     data = json.loads(out.read_text())
     top = data["namespaces"]["aiter"]

@@ -209,7 +209,7 @@ def test_uncovered_names_fail_with_the_covered_message(served):
 def test_the_survey_is_covered():
     """Every aiter name more than one public submission file uses is served, except the few named here (each used
     by one repository only; docs/AITER_STANDIN.md says why)."""
-    survey = json.loads((REPO / "bench" / "aiter_survey.json").read_text())["names"]
+    survey = json.loads((REPO / "bench" / "tools" / "aiter_survey.json").read_text())["names"]
     internals = {"aiter.ops.triton._triton_kernels.quant.quant._mxfp4_quant_op",  # a @triton.jit helper
                  "aiter.ops.triton.attention.mla_decode_rope.decode_attention_fwd_grouped_rope",  # Triton MLA + rope
                  "aiter.ops.triton.moe.quant_moe.downcast_to_mxfp"}  # a MoE quantizer

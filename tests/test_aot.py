@@ -7,6 +7,9 @@ from click.testing import CliRunner
 
 from harness.compile import aot
 from harness.cli import main
+from harness import exits
+from harness.results import ledger
+import helpers
 
 REPO = Path(__file__).resolve().parent.parent
 KERNEL_200 = REPO / "submissions" / "200_triton_mxfp4.py"
@@ -93,3 +96,48 @@ def test_compile_command_reports_and_exit_codes(tmp_path):
     assert failed.exit_code == 1 and "Traceback" not in failed.output
     missing = runner.invoke(main, ["compile", str(tmp_path / "nope.py"), "--target", "gfx950"])
     assert missing.exit_code == 2
+
+
+@pytest.mark.parametrize("body", [
+    "import triton\n\ndef broken(:\n    pass\n",
+    "from torch.utils.cpp_extension import load_inline\nSOURCE = '__global__ void k() {}'\n\ndef broken(:\n    pass\n",
+])
+def test_compile_of_a_file_with_a_python_syntax_error_fails_at_its_line(tmp_path, body):
+    path = tmp_path / "broken.py"
+    path.write_text(body)
+    line = body.splitlines().index("def broken(:") + 1
+    result = helpers.invoke("compile", path)
+    assert result.exit_code == exits.EXIT_FAILED, result.output
+    assert f"broken.py:{line}:" in result.output and "SyntaxError" in result.output
+    assert "internal error" not in result.output
+    [record] = ledger.read()
+    assert record["mode"] == "compile" and record["status"] == "fail" and f"line {line}" in record["reason"]
+
+
+def test_compile_tables_at_80_columns_are_not_slivers(tmp_path):
+    import textwrap
+
+    path = tmp_path / "900_probe.py"
+    path.write_text(textwrap.dedent('''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def scale_rows_by_factor_kernel(x_ptr, y_ptr, n, factor, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * factor, mask=offs < n)
+
+        AOT_SPECS = [{"kernel": "scale_rows_by_factor_kernel", "label": "fp32 rows, 256-wide blocks",
+                      "signature": {"x_ptr": "*fp32:16", "y_ptr": "*fp32:16", "n": "i32", "factor": "fp32"},
+                      "constexprs": {"BLOCK": 256}, "num_warps": 4}]
+    '''))
+    shown = helpers.invoke("compile", path, "--target", "gfx950", env=helpers.TERMINAL_80)
+    assert shown.exit_code == 0, shown.output
+    text = helpers.plain(shown.output)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "waves/SIMD" in text and "fp32 rows, 256-wide blocks" in " ".join(text.replace("│", " ").split())
+    hip = helpers.invoke("compile", "120", env=helpers.TERMINAL_80)
+    assert hip.exit_code == 0, hip.output
+    text = helpers.plain(hip.output)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "v_mfma_f32_16x16x128_f8f6f4" in text and "waves/SIMD" in text and "…" not in text

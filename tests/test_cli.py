@@ -17,6 +17,7 @@ from harness.results import chart
 from harness.results import ledger
 from harness.results import records
 from harness.results import scoreboard
+import helpers
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "tests" / "samples"
@@ -116,20 +117,6 @@ def test_run_help_lists_the_exit_codes():
     text = invoke("run", "--help").output
     assert "0 all passed, 1 a submission failed, 2 usage or input error" in " ".join(text.split())
     assert "3 harness bug, 130 interrupted" in " ".join(text.split())
-
-
-def test_an_unwritable_ledger_is_refused_up_front_by_every_command_that_writes(cli_env, results_dir):
-    """run, compile and estimate refuse before any work (compile used to work 36 s, estimate to crash)."""
-    _, cases_file = cli_env
-    blocked = results_dir / "ledger-is-a-folder"
-    blocked.mkdir(parents=True)
-    for args in (["run", SAMPLES / "reference_call.py", "--device", "cpu", "--cases", cases_file],
-                 ["compile", "201"], ["estimate", "201", "--device", "cpu"]):
-        started = time.monotonic()
-        done = harness(*args, env={"HARNESS_LEDGER": str(blocked)})
-        assert done.returncode == exits.EXIT_USAGE, (args, done.stdout + done.stderr)
-        assert done.stderr.startswith("error: cannot write results to") and len(done.stderr.splitlines()) == 1
-        assert time.monotonic() - started < 20 and "pass" not in done.stdout
 
 
 def test_unwritable_results_folder_is_one_plain_line(cli_env, tmp_path):
@@ -274,6 +261,91 @@ def test_the_scoreboard_says_where_each_submission_was_verified():
     assert "| 120_hip | – | – | – | ✓ (2026-12-01) | – |" in page  # CPU, GPU here, aiter stand-in, compiled, MI355X
 
 
+def test_every_command_that_takes_submissions_takes_all():
+    import click
+
+    for name, command in cli.main.commands.items():
+        takes_many = any(isinstance(p, click.Argument) and p.nargs == -1 and p.name == "submissions"
+                         for p in command.params)
+        if takes_many:
+            assert "run_all" in {p.name for p in command.params}, f"harness {name} takes submissions but not --all"
+
+
+def test_list_at_80_columns_keeps_every_reason():
+    from harness import platform as platforms
+    from harness import submission as subs
+
+    shown = helpers.invoke("list", "--device", "cpu", env=helpers.TERMINAL_80)
+    assert shown.exit_code == 0, shown.output
+    text = helpers.plain(shown.output)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    here = platforms.detect("cpu")
+    for sub in subs.discover():
+        _, reason = platforms.can_run(sub, here)
+        assert str(sub.number) in text and all(word in text for word in reason.split()), (reason, text)
+
+
+def _fake_run(mode: str):
+    from harness import platform as platforms
+    from harness import submission as subs
+    from harness.run import protocol, timing
+
+    results = []
+    for index, (batch, kv) in enumerate([(4, 1024), (32, 1024), (64, 8192), (256, 8192)]):
+        stats = timing.Stats(runs=1000 - index, mean=143831.2 + index, std=5.0, err=12345.6, best=1768.4,
+                             worst=96042.9)
+        results.append(protocol.CaseResult(spec={"batchsize": batch, "qseqlen": 1, "kvseqlen": kv, "seed": 9826},
+                                           status="timeout" if index == 3 else "pass", stats=stats,
+                                           message="a long note about which path the kernel took on this shape",
+                                           accuracy={"relative_error": 0.0138, "noise_multiple": 0.3}))
+    return protocol.RunResult(submission=subs.resolve("119"), mode=mode, cases="official", flush="fast",
+                              platform=platforms.detect("cpu"), status="pass", reason="", results=results,
+                              warnings=[], started="", finished="")
+
+
+@pytest.mark.parametrize("mode", ["benchmark", "test"])
+def test_the_run_table_at_80_columns_keeps_status_numbers_and_the_case_number(mode):
+    from rich.console import Console
+
+    from harness import display
+
+    out = Console(width=80, record=True, force_terminal=True, no_color=True)
+    display.print_run(out, _fake_run(mode))
+    text = out.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    header = next(line for line in text.splitlines() if "status" in line)
+    assert "#" in header
+    rows = [line for line in text.splitlines() if "pass" in line or "timeout" in line]
+    assert len([line for line in rows if " pass " in line]) == 3 and any(" timeout " in line for line in rows)
+    from harness.results.figures import format_us
+
+    timed = [f"{format_us(143831.2)} ± {format_us(12345.6)}", format_us(1768.4), format_us(96042.9), "1000", "997"]
+    for figure in ["0.0138 (0.3×)"] + (timed if mode == "benchmark" else []):
+        assert figure in text, (figure, text)
+    assert "…" not in text
+
+
+def test_a_cli_in_a_child_process_is_the_checkout_under_test(tmp_path):
+    """conftest pins PYTHONPATH: a child started anywhere imports this checkout's harness, not the venv's install."""
+    done = subprocess.run([sys.executable, "-c", "import harness; print(harness.__file__)"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert Path(done.stdout.strip()).resolve().parent.parent == helpers.REPO, done.stdout + done.stderr
+
+
+def test_an_unwritable_ledger_is_refused_up_front_by_every_command_that_writes(cli_env, results_dir):
+    """run, compile and estimate refuse before any work (compile used to work 36 s, estimate to crash)."""
+    _, cases_file = cli_env
+    blocked = results_dir / "ledger-is-a-folder"
+    blocked.mkdir(parents=True)
+    for args in (["run", SAMPLES / "reference_call.py", "--device", "cpu", "--cases", cases_file],
+                 ["compile", "201"], ["estimate", "201", "--device", "cpu"]):
+        started = time.monotonic()
+        done = harness(*args, env={"HARNESS_LEDGER": str(blocked)})
+        assert done.returncode == exits.EXIT_USAGE, (args, done.stdout + done.stderr)
+        assert done.stderr.startswith("error: cannot write results to") and len(done.stderr.splitlines()) == 1
+        assert time.monotonic() - started < 20 and "pass" not in done.stdout
+
+
 def test_ctrl_c_says_the_running_submissions_finished_cases_are_not_recorded(tmp_path):
     """Case 1 passes, case 2 hangs; Ctrl-C then says what is lost, exits 130, and the ledger holds nothing torn."""
     import signal
@@ -293,8 +365,6 @@ def test_ctrl_c_says_the_running_submissions_finished_cases_are_not_recorded(tmp
     assert child.returncode == 130
     assert "crash_and_hang's 1 finished case(s) are not recorded" in rest
 
-
-# -- progress: counted in cases, never cut at 80 columns, one plain line per step when piped ---------------
 
 def test_the_progress_line_at_80_columns_keeps_its_count():
     from rich.console import Console

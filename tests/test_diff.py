@@ -10,6 +10,10 @@ from harness.results import diff as differ
 from harness.results.records import usable
 from harness.results import ledger
 from harness.cli import main
+import json
+from harness import exits, paths
+from harness.results import records
+import helpers
 
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "backend": "cuda"}
 CPU = {"name": "cpu", "arch": "cpu", "backend": "cpu"}
@@ -133,3 +137,64 @@ def test_a_submission_against_itself_says_each_note_once(tmp_path):
     notes = [line for line in result.output.splitlines() if line.startswith("note: ")]
     assert result.exit_code == 0 and len(notes) == len(set(notes)), result.output
     assert any("a newer result of '1' on cpu" in line for line in notes)
+
+
+CPU_DEVICE = records.Device(name="cpu (x86_64)", arch="cpu", backend="cpu")
+
+
+H200_DEVICE = records.Device(name="NVIDIA H200_DEVICE", arch="sm_90", backend="cuda")
+
+
+def timed_record(number: int, name: str, *, device=CPU_DEVICE, interpreter=False, means=None):
+    means = means or {(1, 64): 900000.0, (2, 4500): 950000.0}
+    results = [{"spec": {"batchsize": b, "qseqlen": 1, "kvseqlen": kv, "seed": 1}, "status": "pass", "message": "",
+                "stats": {"runs": 3, "mean": mean, "std": 1.0, "err": 1.0, "best": mean, "worst": mean}, "notes": {}}
+               for (b, kv), mean in means.items()]
+    return records.new_record(
+        source="local", submission=records.SubmissionInfo(number=number, path=f"submissions/{name}", sha256=name,
+                                                          requirements=["torch"], optional=[], numbered=True),
+        mode="benchmark", cases="small", flush="none", device=device, versions={}, status="pass", reason="",
+        results=results, warnings=[], started="2026-12-01T10:00:00", finished="2026-12-01T10:00:00",
+        interpreter=interpreter)
+
+
+def test_diff_names_the_interpreter_when_one_side_ran_there_only_through_it():
+    ledger.append(timed_record(1, "001_torch_reference.py"))
+    ledger.append(timed_record(201, "201_triton_fp8kv.py", interpreter=True))
+    result = helpers.invoke("diff", "001", "201", "--device", "cpu")
+    assert result.exit_code == exits.EXIT_USAGE
+    assert "run both there first" not in result.output, result.output
+    assert "'201'" in result.output and "interpreter" in result.output and "--include-interpreter" in result.output
+    shown = helpers.invoke("diff", "001", "201", "--device", "cpu", "--include-interpreter")
+    assert shown.exit_code == 0, shown.output
+
+
+def test_diff_source_piped_has_no_padding():
+    ledger.append(timed_record(119, "119_bmm_triton_hybrid.py", device=H200_DEVICE))
+    ledger.append(timed_record(200, "200_triton_mxfp4.py", device=H200_DEVICE))
+    done = helpers.harness("diff", "119", "200", "--source", env={paths.LEDGER_ENV: str(paths.ledger_file())})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("+++ submissions/200_triton_mxfp4.py") for line in lines)
+    padded = [line for line in lines if line != line.rstrip() and line.strip()]  # " " alone: an empty context line
+    assert not padded, "lines padded with spaces"
+
+
+def test_diff_of_an_unknown_number_says_what_run_says():
+    ledger.append(timed_record(200, "200_triton_mxfp4.py", device=H200_DEVICE))
+    diffed, ran = helpers.invoke("diff", "999", "200"), helpers.invoke("run", "999")
+    assert diffed.exit_code == ran.exit_code == exits.EXIT_USAGE
+    assert "no submission numbered 999" in diffed.output and "no submission numbered 999" in ran.output
+
+
+def test_diff_device_takes_the_words_run_takes():
+    ledger.append(timed_record(119, "119_bmm_triton_hybrid.py", device=H200_DEVICE, means={(4, 1024): 30000.0}))
+    ledger.append(timed_record(200, "200_triton_mxfp4.py", device=H200_DEVICE, means={(4, 1024): 10000.0}))
+    ledger.append(timed_record(119, "119_bmm_triton_hybrid.py"))
+    ledger.append(timed_record(200, "200_triton_mxfp4.py"))
+    on_gpu = helpers.invoke("diff", "119", "200", "--device", "cuda")  # run's "cuda": any GPU
+    assert on_gpu.exit_code == 0, on_gpu.output
+    assert "compared on NVIDIA H200_DEVICE" in " ".join(on_gpu.output.split())
+    on_cpu = helpers.invoke("diff", "119", "200", "--device", "cpu", "--json")
+    assert on_cpu.exit_code == 0 and json.loads(on_cpu.output)["device"] == "cpu (x86_64)"
+    assert helpers.invoke("diff", "119", "200", "--device", "auto").exit_code == 0

@@ -8,6 +8,9 @@ import pytest
 from harness import paths
 from harness.results import ledger
 from harness.results import records as records_module
+from pathlib import Path
+from harness import exits
+import helpers
 
 
 def _record(number, finished, mode="benchmark", device="NVIDIA H200", source="local"):
@@ -81,3 +84,23 @@ def test_two_writers_at_once_leave_every_record_whole(tmp_path):
     assert len(records) == 80
     for name in ("a", "b"):
         assert [r["i"] for r in records if r["writer"] == name] == list(range(40))
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_full_disk_is_named_as_such(tmp_path):
+    cases = tmp_path / "one.txt"
+    cases.write_text("batchsize: 1; qseqlen: 1; kvseqlen: 64; seed: 11\n")
+    done = helpers.harness("run", helpers.SAMPLES / "reference_call.py", "--device", "cpu", "--cases", cases,
+                   env={paths.LEDGER_ENV: "/dev/full"})
+    assert done.returncode == exits.EXIT_USAGE, done.stdout + done.stderr
+    assert "permissions" not in done.stderr
+    assert "no space left on the device" in done.stderr and "/dev/full" in done.stderr, done.stderr
+
+
+def test_the_ledger_names_why_a_write_failed():
+    import errno
+
+    assert "no space left" in ledger.why_unwritten(OSError(errno.ENOSPC, "No space left on device"))
+    assert "permission" in ledger.why_unwritten(PermissionError(errno.EACCES, "Permission denied"))
+    assert "read-only" in ledger.why_unwritten(OSError(errno.EROFS, "Read-only file system"))
+    assert "Is a directory" in ledger.why_unwritten(IsADirectoryError(errno.EISDIR, "Is a directory"))

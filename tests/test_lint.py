@@ -6,6 +6,9 @@ from pathlib import Path
 import pytest
 
 from harness.checks.lint import MAX_BYTES, lint_file, lint_source
+import json
+from harness import exits
+import helpers
 
 REPO = Path(__file__).resolve().parent.parent
 HEADER = "#!POPCORN leaderboard amd-mixed-mla\n#!POPCORN gpu MI355X\n"
@@ -307,3 +310,13 @@ def test_corpus_lint_verdicts():
     for path in files:
         blocking = {f.rule for f in lint_file(path) if f.blocking}
         assert blocking == CORPUS_LINT.get(path.name, set()), path.name
+
+
+def test_lint_takes_all_as_run_does():
+    everything = helpers.invoke("lint", "--json")
+    with_all = helpers.invoke("lint", "--all", "--json")
+    assert with_all.exit_code == everything.exit_code, with_all.output
+    assert json.loads(with_all.output) == json.loads(everything.output)
+    assert len(json.loads(with_all.output)) == len(list((helpers.REPO / "submissions").glob("[0-9]*_*.py")))
+    both = helpers.invoke("lint", "120", "--all")
+    assert both.exit_code == exits.EXIT_USAGE and "not both" in both.output

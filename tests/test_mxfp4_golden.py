@@ -1,6 +1,6 @@
 """reference.quantize_mxfp4 against bytes of the pinned aiter's own dynamic_mxfp4_quant.
 
-tests/fixtures/mxfp4_golden.npz was written by bench/make_mxfp4_golden.py, which ran aiter's
+tests/fixtures/mxfp4_golden.npz was written by bench/tools/make_mxfp4_golden.py, which ran aiter's
 fp4_utils.py (ROCm/aiter f3be04a12a, as shipped in amd-aiter 0.1.7.post2.dev18) through Triton's
 interpreter; that script says how to reproduce it. Ties, near misses, subnormal and zero blocks, -0,
 saturation, the bf16 extremes and random rows are all in it.

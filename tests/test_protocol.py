@@ -201,10 +201,10 @@ def test_record_follows_the_ledger_schema(tmp_path):
     assert ledger.read(tmp_path / "ledger.jsonl")[0]["run_id"] == record["run_id"]
 
 
-# -- bench/protocol_agreement.py's parsing (the script itself runs on the GPU device) ------------------
+# -- bench/tools/protocol_agreement.py's parsing (the script itself runs on the GPU device) ------------------
 
 def load_agreement_script():
-    spec = importlib.util.spec_from_file_location("protocol_agreement", REPO / "bench" / "protocol_agreement.py")
+    spec = importlib.util.spec_from_file_location("protocol_agreement", REPO / "bench" / "tools" / "protocol_agreement.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -1,24 +1,30 @@
 """Every command of every README in the repository runs on a fresh clone, on the CPU, with the exit code a user
-should see; a command that cannot run here says so in the README itself ("needs a GPU", "needs MI355X").
+should see; a command that cannot run here says so in the README itself ("needs a GPU", "needs MI355X", "needs
+network").
 
 Commands are the lines of the READMEs' ```bash blocks; a concrete `harness ...` / `make ...` written inline in the
 prose must also stand in a block of its README, so none escapes. The clone is a copy of every file git tracks or
-would track (what a clone of this commit holds, the tracked ledger with its GPU results included); the commands run
-there in README order, with their results in the copy's results/.
+would track (what a clone of this commit holds, the tracked ledger with its GPU results included); each command is
+a test of its own (so xdist spreads them over its workers), run in one clone per worker, with its results in the
+copy's results/.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from helpers import copy_of_repository
+
 REPO = Path(__file__).resolve().parent.parent
-NEEDS = re.compile(r"#.*\bneeds (a GPU|MI355X)\b")
+NEEDS = re.compile(r"#.*\bneeds (a GPU|MI355X|network)\b")
 # What each command must end with on a CPU-only machine; the keys are exactly the READMEs' unmarked commands.
 EXPECTED_EXIT = {
     "make setup": 0,                                 # idempotent: the set-up venv and the HIP toolchain are there
     "make test": 0,                                  # run with one quick test selected (PYTEST_ADDOPTS below)
+    "make test-fast": 0,                             # the same quick test
     "make run": 0,                                   # skips HIP files with the reason, aiter ones on the stand-in
     "harness run 120": 0,                            # HIP: skipped with the reason
     "harness run --all --mode test": 0,
@@ -32,7 +38,10 @@ EXPECTED_EXIT = {
     "harness diff 119 120 --source": 0,
     "harness compile 13": 0,
     "harness compile 120": 0,
+    "python bench/tools/standin_noise.py cpu small": 0,
+    "python bench/tools/isa_201.py --target gfx950": 0,
 }
+MAX_README_LINES = 150  # the front page: what it is, the commands, the exit codes, where things are
 PLACEHOLDER = re.compile(r"[\[\]|~]|\.\.\.|NNN|\s[A-Z]+(?![=\w])")  # N, A B, [..], a|b, ~/..., N=...
 
 
@@ -73,44 +82,49 @@ def test_every_readme_command_is_checked_or_marked():
     assert {path.relative_to(REPO).as_posix() for path in readmes()} >= {"README.md", "submissions/README.md"}
 
 
-def fresh_clone(target: Path) -> Path:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = REPO / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-    for git in (["init", "-q"], ["add", "-A"]):  # a clone is a git checkout: what reads the file list needs one
-        subprocess.run(["git", *git], cwd=target, capture_output=True, check=True)
-    return target
+def test_the_front_page_is_short():
+    lines = len((REPO / "README.md").read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_README_LINES, f"README.md has {lines} lines; the reference belongs in docs/"
 
 
-def test_the_readme_commands_run_on_a_fresh_clone(tmp_path, monkeypatch):
-    clone = fresh_clone(tmp_path / "clone")
-    monkeypatch.delenv("HARNESS_RESULTS")  # the clone's own results/, as a user's would be
+# What a command's output must say, beyond its exit code.
+OUTPUT_HAS = {
+    "harness diff 119 200": ["compared on NVIDIA H200"],
+    "make run": ["Triton interpreter"],  # it says what it did not time
+    "make submit N=120 DRY_RUN=1": ["gate verdict", "nothing sent"],
+    "harness diff 013 014 --source": ["no times to compare", "+++ submissions/"],
+    "harness diff 119 120 --source": ["no times to compare", "+++ submissions/"],
+    "make test": ["1 passed"],
+    "make test-fast": ["1 passed"],
+    "harness compile 120": ["v_mfma_f32_16x16x128_f8f6f4"],
+}
+RUN_HERE = [command for readme in readmes() for command, needs in block_commands(readme.read_text(encoding="utf-8"))
+            if needs is None]
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    """One copy of every file git tracks or would track, shared by the commands (each xdist worker makes its own),
+    with the set-up venv linked in; the environment a user of that clone would have."""
+    root = tmp_path_factory.mktemp("readme")
+    copy = copy_of_repository(root / "clone")
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PYTHONPATH": str(clone), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "HOME": str(tmp_path / "home"),
-           "PYTEST_ADDOPTS": "-k test_every_readme_command_is_checked_or_marked"}  # `make test`: one quick test
-    (clone / ".venv").symlink_to(bin_dir.parent)  # the set-up venv; `-o` below keeps make from re-installing it
-    outputs = {}
-    for readme in readmes():
-        for command, needs in block_commands(readme.read_text(encoding="utf-8")):
-            if needs is not None:
-                continue
-            words = command.split()
-            if words[0] == "make":
-                words = ["make", "-s", "-o", ".venv/.installed", *words[1:]]
-            done = subprocess.run(words, cwd=clone, env=env, capture_output=True, text=True, timeout=1800)
-            outputs[command] = done.stdout + done.stderr
-            assert done.returncode == EXPECTED_EXIT[command], f"{command}:\n{outputs[command][-3000:]}"
-    assert "compared on NVIDIA H200" in outputs["harness diff 119 200"]
-    assert "Triton interpreter" in outputs["make run"]  # it says what it did not time
-    assert "gate verdict" in outputs["make submit N=120 DRY_RUN=1"]
-    assert "nothing sent" in outputs["make submit N=120 DRY_RUN=1"]
-    for pair in ("013 014", "119 120"):
-        shown = outputs[f"harness diff {pair} --source"]
-        assert "no times to compare" in shown and "+++ submissions/" in shown
-    assert "1 passed" in outputs["make test"]
-    assert "v_mfma_f32_16x16x128_f8f6f4" in outputs["harness compile 120"]
+    (copy / ".venv").symlink_to(bin_dir.parent)  # the set-up venv; `-o` below keeps make from re-installing it
+    env = {**os.environ, "PYTHONPATH": str(copy), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "HOME": str(root / "home"), "PYTEST_ADDOPTS": "-k test_every_readme_command_is_checked_or_marked"}
+    env.pop("HARNESS_RESULTS", None)  # the clone's own results/, as a user's would be
+    return copy, env
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", RUN_HERE)
+def test_a_readme_command_runs_on_a_fresh_clone(clone, command):
+    copy, env = clone
+    words = command.split()
+    if words[0] == "make":
+        words = ["make", "-s", "-o", ".venv/.installed", *words[1:]]
+    done = subprocess.run(words, cwd=copy, env=env, capture_output=True, text=True, timeout=1800)
+    shown = done.stdout + done.stderr
+    assert done.returncode == EXPECTED_EXIT[command], f"{command}:\n{shown[-3000:]}"
+    for words in OUTPUT_HAS.get(command, []):
+        assert words in shown, f"{command}: no {words!r} in\n{shown[-3000:]}"

@@ -18,6 +18,7 @@ from harness.remote import popcorn_errors
 from harness.remote import popcorn_report
 from harness.remote import ratelimit
 from harness.remote import submit as remote
+import helpers
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "popcorn"
@@ -573,3 +574,17 @@ def test_the_gate_refuses_a_hip_file_that_does_not_compile_for_gfx950(tmp_path):
                             text=True, timeout=300)
     assert forced.returncode == 0 and "failed (--force: sending anyway)" in forced.stdout
 
+
+def test_remote_doc_says_the_gate_compiles_hip_only_files():
+    from harness import submission as subs
+    from harness.remote import gate
+
+    text = (helpers.REPO / "docs" / "REMOTE.md").read_text(encoding="utf-8")
+    assert "HIP-only file gets the static checks only" not in " ".join(text.split())
+    sub = subs.resolve("120")
+    verdict = gate.run_gate(sub, sub.path.read_text(), "amd-mixed-mla")
+    compiled = [check for check in verdict.checks if check.name == "gfx950 compile"]
+    assert compiled and compiled[0].ok, [vars(c) for c in verdict.checks]
+    assert "HIP" in compiled[0].details[0]
+    step = text[text.index("## The local gate"):text.index("If the gate fails")]
+    assert "HIP" in step and "compile" in step and "refuse" in step

@@ -5,7 +5,6 @@ hunt, the choice of protection) on their own."""
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import paths
+from helpers import HARNESS, copy_of_repository
 from harness.results import ledger
 from harness.sandbox import bwrap, filecheck, guard, procs
 
@@ -34,28 +34,15 @@ def expected_verdicts(path: Path) -> dict:
 
 # ------------------------------------------------------------------ the whole thing, through the CLI
 
-def copy_of_repository(target: Path) -> Path:
-    """The checkout's files as they are now (uncommitted edits included), committed in a fresh git repository."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        if (REPO / name).is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, target / name)
-    for step in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "copy"]):
-        subprocess.run(["git", *step], cwd=target, check=True, capture_output=True)
-    return target
-
-
 def harness_cli(copy: Path, env: dict, device: str, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run", *args, "--device",
+    return subprocess.run([*HARNESS, "run", *args, "--device",
                            device, "--cases", str(copy.parent / "one_case.yml"), "--json"],
                           cwd=copy, env=env, capture_output=True, text=True, timeout=600)
 
 
 def through_the_cli(root: Path, protection: str, device: str = "cpu", after: tuple = (WRONG_SHAPE,)) -> dict:
     """Every hostile sample in one `harness run`, then the wrong-shape sample in the next, on a copy of the repo."""
-    copy = copy_of_repository(root / "repo")
+    copy = copy_of_repository(root / "repo", commit=True)
     (root / "one_case.yml").write_text(ONE_CASE)
     cache = root / "hip-cache"  # a small stand-in for the HIP toolchain cache, with one precompiled header
     (cache / "pch").mkdir(parents=True)
@@ -156,7 +143,7 @@ def test_off_is_said_in_the_header_and_the_record(tmp_path):
     """--protection off (for timing comparisons) is printed first and kept in the record; a skipped run costs no
     worker, so this is quick: a ROCm-only submission on the CPU."""
     env = {**os.environ, "HARNESS_RESULTS": str(tmp_path / "results")}
-    done = subprocess.run([sys.executable, "-c", "from harness.cli import main; main()", "run",
+    done = subprocess.run([*HARNESS, "run",
                            "120", "--device", "cpu", "--protection", "off", "--json"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.stderr.splitlines()[0].startswith("protection: off (--protection off: nothing keeps"), done.stderr

@@ -11,6 +11,9 @@ from harness.results import records
 from harness.results.figures import geomean
 from harness.results import scoreboard as board
 from harness.cli import main
+from pathlib import Path
+from harness import exits
+import helpers
 
 H200 = {"name": "NVIDIA H200", "arch": "sm_90", "backend": "cuda"}
 CPU = {"name": "cpu", "arch": "cpu", "backend": "cpu"}
@@ -329,3 +332,41 @@ def test_a_cpu_only_chart_says_its_times_are_not_gpu_times(tmp_path):
     assert chart.CPU_TITLE in ax.get_title()
     low, high = ax.get_ylim()
     assert len([tick for tick in ax.get_yticks() if low <= tick <= high]) >= 3
+
+
+def _board_page(tmp_path) -> Path:
+    page = tmp_path / "board.md"
+    page.write_text("# Scoreboard\n\n## NVIDIA H200 · benchmark · official cases\n| a table the user keeps |\n")
+    return page
+
+
+@pytest.mark.parametrize("how", ["HARNESS_LEDGER", "HARNESS_RESULTS", "--ledger"])
+def test_scoreboard_refuses_a_ledger_that_is_not_there(tmp_path, monkeypatch, how):
+    page = _board_page(tmp_path)
+    before = page.read_text()
+    args = ["scoreboard", "--output", page, "--chart", tmp_path / "chart.png"]
+    if how == "HARNESS_LEDGER":
+        monkeypatch.setenv(paths.LEDGER_ENV, str(tmp_path / "typo.jsonl"))
+    elif how == "HARNESS_RESULTS":
+        (tmp_path / "empty").mkdir()
+        monkeypatch.setenv(paths.RESULTS_ENV, str(tmp_path / "empty"))
+    else:
+        args += ["--ledger", tmp_path / "typo.jsonl"]
+    result = helpers.invoke(*args)
+    assert result.exit_code == exits.EXIT_USAGE, result.output
+    assert result.output.startswith("error: no ledger at") and len(result.output.strip().splitlines()) == 1
+    assert how.lstrip("-") in result.output  # says where the name came from
+    assert page.read_text() == before
+
+
+def test_scoreboard_with_no_tables_replaces_a_page_only_when_asked(tmp_path):
+    page = _board_page(tmp_path)
+    before = page.read_text()
+    paths.ledger_file().parent.mkdir(parents=True, exist_ok=True)
+    paths.ledger_file().write_text("")  # a ledger with nothing in it
+    refused = helpers.invoke("scoreboard", "--output", page, "--chart", tmp_path / "chart.png")
+    assert refused.exit_code == exits.EXIT_USAGE and "--allow-empty" in refused.output, refused.output
+    assert page.read_text() == before
+    asked = helpers.invoke("scoreboard", "--output", page, "--chart", tmp_path / "chart.png", "--allow-empty")
+    assert asked.exit_code == 0, asked.output
+    assert "No results yet" in page.read_text()

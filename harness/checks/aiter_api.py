@@ -1,6 +1,6 @@
 """Check a submission's use of AMD's aiter against aiter's real Python API at the runner's pinned commit.
 
-harness/checks/data/aiter_api.json (written by bench/extract_aiter_api.py from the aiter source) lists aiter's
+harness/checks/data/aiter_api.json (written by bench/tools/extract_aiter_api.py from the aiter source) lists aiter's
 modules and, for the namespaces submissions use, every name with its kind and parameter list. A name
 imported from or looked up on those namespaces that does not exist is a finding, and so is a call to a known
 function whose arguments do not bind to its signature (inspect.Signature.bind). The file is read with ast,

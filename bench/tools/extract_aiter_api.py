@@ -1,6 +1,6 @@
 """Write harness/checks/data/aiter_api.json: the Python API of AMD's aiter at the runner's pinned commit, read with ast.
 
-    python bench/extract_aiter_api.py [--repo PATH_TO_AITER_GIT] [--commit f3be04a12a]
+    python bench/tools/extract_aiter_api.py [--repo PATH_TO_AITER_GIT] [--commit f3be04a12a]
 
 The source is read with `git show COMMIT:path` from a clone of ROCm/aiter (nothing is imported or run). For a few
 namespaces submissions use (ROOTS) it records every public name with its kind, and for functions (and classes
@@ -20,7 +20,7 @@ COMMIT = "f3be04a12a"
 # Namespaces a submission reaches: `aiter.X`, `from aiter.mla import X`, `aiter.dtypes.X`, quant helpers.
 ROOTS = ["aiter", "aiter.mla", "aiter.utility.dtypes", "aiter.ops.quant", "aiter.ops.attention",
          "aiter.utility.fp4_utils", "aiter.ops.triton.quant"]
-OUT = Path(__file__).resolve().parent.parent / "harness" / "data" / "aiter_api.json"
+OUT = Path(__file__).resolve().parents[2] / "harness" / "checks" / "data" / "aiter_api.json"
 
 
 class Source:
@@ -183,7 +183,7 @@ def main(argv: list[str]) -> int:
         "format": "namespaces[module][name] = {kind, params?, module?|target?}; params in Python notation: "
                   "'x=' has a default, '*args', '**kwargs', '/' and '*' are the positional-only / keyword-only markers",
         "source": {"repository": "ROCm/aiter", "commit": full,
-                   "generated_by": "bench/extract_aiter_api.py (ast over `git show COMMIT:path`)"},
+                   "generated_by": "bench/tools/extract_aiter_api.py (ast over `git show COMMIT:path`)"},
         "modules": sorted(source.files),
         "namespaces": {root: dict(sorted(namespaces.of(root).items())) for root in ROOTS},
     }

@@ -1,6 +1,6 @@
 """The error of 201's MXFP4 path against the official 5% rule, on many seeds: which path gfx950 should take.
 
-    python bench/mxfp4_error.py --out $OUT [--seeds 4] [--device cuda|cpu] [--shapes official|small]
+    python bench/tools/mxfp4_error.py --out $OUT [--seeds 4] [--device cuda|cpu] [--shapes official|small]
 
 For every official test and benchmark case and --seeds fresh inputs each (seed + 13 k, the leaderboard
 mode's way), runs the MXFP4 path (mla_decode(mxfp4=1)) and the default path, and records per output:
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "tools"))
 
 import reference  # noqa: E402
 from bench_decode import exact_attention, load_submission, rel_error  # noqa: E402

@@ -7,7 +7,7 @@ This script loads that one file (no aiter install, no GPU), stubs the single ait
 
     pip download --no-deps amd-aiter==0.1.7.post2.dev18 -d /tmp/aiter_wheel
     mkdir -p /tmp/aiter_src && python -m zipfile -e /tmp/aiter_wheel/amd_aiter-*.whl /tmp/aiter_src
-    TRITON_INTERPRET=1 python bench/make_mxfp4_golden.py /tmp/aiter_src/aiter/utility/fp4_utils.py
+    TRITON_INTERPRET=1 python bench/tools/make_mxfp4_golden.py /tmp/aiter_src/aiter/utility/fp4_utils.py
 
 The fixture holds the inputs (64 rows x 576 bf16, as bits), the packed fp4x2 bytes and the written corner
 of the scale tensor ([:64, :24]), plus what was observed about the layout: the scale tensor's shape and
@@ -40,7 +40,7 @@ import torch  # noqa: E402
 EXPECTED_SHA256 = "488b2250bac5a4f498e4a53e9f4914c26eea74b5683951a7e09130f920c7ab88"
 WHEEL = "amd-aiter==0.1.7.post2.dev18"
 COMMIT = "f3be04a12a0cfd6b5e2c7a94edc774f1bc24460d"
-OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "mxfp4_golden.npz"
+OUT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "mxfp4_golden.npz"
 N = 576
 BLOCK = 32
 STRUCTURED_ROWS = 48  # hand-built blocks: ties, near misses, subnormal and zero blocks, saturation

@@ -10,7 +10,7 @@ For one submission it runs, one after the other, on the same GPU:
 then prints per-shape means and the geometric-mean ratios, and writes protocol_agreement.json (plus the
 logs of every run) to $OUT when it is set. Usage:
 
-    python bench/protocol_agreement.py 119 [--runs official,harness-official,harness-fast] [--cases official]
+    python bench/tools/protocol_agreement.py 119 [--runs official,harness-official,harness-fast] [--cases official]
 
 (`--runs harness-fast --cases small` exercises the script on a CPU.)
 """
@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from harness.run import cases as case_lists  # noqa: E402

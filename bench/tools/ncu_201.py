@@ -1,15 +1,15 @@
 """Drives one shape of 201 for Nsight Compute (bench/device_ncu.sh): a few calls of mla_decode, the last one profiled.
 
-    python bench/ncu_201.py BATCHxKV [key:value,...]
+    python bench/tools/ncu_201.py BATCHxKV [key:value,...]
 """
 import sys
 from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "tools"))
 
 import reference  # noqa: E402
 from bench_decode import load_submission  # noqa: E402

@@ -1,6 +1,6 @@
 """Checks one 201 variant on two official shapes in its own process: prints one JSON line.
 
-    python bench/smoke_201.py NAME [key:value,...]
+    python bench/tools/smoke_201.py NAME [key:value,...]
 
 An illegal memory access kills the CUDA context of the process that made it, so bench/device_201.sh runs
 every variant through this first (in parallel, each alone) and times only those that pass. (4, 1024) takes
@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import reference  # noqa: E402

@@ -1,6 +1,6 @@
 """Survey which aiter names public amd-mixed-mla submissions use (facts only: names, counts, where).
 
-Usage: python bench/survey_aiter_calls.py OUT.json MIRROR_GIT_DIR... (each a bare git directory of a public
+Usage: python bench/tools/survey_aiter_calls.py OUT.json MIRROR_GIT_DIR... (each a bare git directory of a public
 repository fetched at its newest snapshot). A submission is a .py file at HEAD that defines custom_kernel, uses
 kv_indptr (the MLA task's input) and imports aiter. Names are read from the syntax tree: `from aiter[.x] import name`, `aiter.x.name` attribute
 chains (through `import aiter[.x] as alias`). Counts are per file and per repository.

@@ -1,7 +1,7 @@
 """Per-program timeline of 201's Gluon kernel on the device: when each program starts, when its first tile is in
 shared memory, when it ends, and on which SM (the kernel's TRACE option, %globaltimer in ns).
 
-    python bench/trace_201.py --out $OUT [--shapes 4x1024,...] [key:value,...]
+    python bench/tools/trace_201.py --out $OUT [--shapes 4x1024,...] [key:value,...]
 
 Each call is timed the harness way (fast flush, GPU sleep, events around the call); the trace of the last of 5
 calls per shape is kept. Prints, per shape: programs, the spread of start times (launch ramp), the median and
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "tools"))
 
 import reference  # noqa: E402
 from bench_decode import load_submission  # noqa: E402

@@ -1,6 +1,6 @@
 """Where the time of one timed call goes: a CUDA-side trace of 201 (and variants) on chosen shapes.
 
-    python bench/profile_small.py --out $OUT [--shapes 4x1024,4x8192,...] [--calls 8] [name=key:value,...]
+    python bench/tools/profile_small.py --out $OUT [--shapes 4x1024,4x8192,...] [--calls 8] [name=key:value,...]
 
 Each call is timed the harness way (synchronize, fast flush: 4x L2 write + GPU sleep, events around the
 call) inside torch.profiler with CUDA activity, so the trace holds the flush, the sleep and the call's
@@ -24,9 +24,9 @@ import torch
 import triton
 import triton.language as tl
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "tools"))
 
 import reference  # noqa: E402
 from bench_decode import load_submission  # noqa: E402

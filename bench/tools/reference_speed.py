@@ -1,6 +1,6 @@
 """How long generate_input and the torch ref_kernel take on the largest official shape (issue 2's bounds).
 
-Run on a GPU machine from the repo root: `python bench/reference_speed.py`. Times are wall-clock
+Run on a GPU machine from the repo root: `python bench/tools/reference_speed.py`. Times are wall-clock
 around synchronized calls, after one warm-up call of each, median of 5.
 """
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import reference  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """MLA decode benchmark for one device call: roofline, our Triton kernel and its variants, 001, 119, a peer.
 
-    python bench/bench_decode.py --out $OUT [--reps 40] [--peer flashinfer|none] [--skip 001,119]
+    python bench/tools/bench_decode.py --out $OUT [--reps 40] [--peer flashinfer|none] [--skip 001,119]
 
 1. Copy bandwidth: a 2 GiB device-to-device copy (bytes read + written over the median time).
 2. On the 8 official benchmark shapes, every contender is checked with reference.check_implementation
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import reference  # noqa: E402

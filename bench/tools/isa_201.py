@@ -1,6 +1,6 @@
 """Ahead-of-time ISA figures of submission 201's kernels on a CPU: resources and the main loop's length.
 
-    python bench/isa_201.py [--target sm90|gfx950] [--kernel NAME] [--dump DIR] [name=KEY:VALUE,...]
+    python bench/tools/isa_201.py [--target sm90|gfx950] [--kernel NAME] [--dump DIR] [name=KEY:VALUE,...]
 
 (--kernel mla_fp8_gluon_kernel: the Gluon sm90 kernel; a KEY ending in _ptr sets that argument's type, e.g.
 part_o_ptr:*bf16.)
@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 SIGNATURE = {

@@ -2,7 +2,7 @@
 
 Prints per shape: the official check, the norm-wise relative error, the reference's noise floor (a8w8 against
 exact attention), their ratio (the brief asks < 1.5), and the stand-in call's wall time (correctness only: it
-says nothing about MI355X). Usage: python bench/standin_noise.py [cpu|cuda] [small]
+says nothing about MI355X). Usage: python bench/tools/standin_noise.py [cpu|cuda] [small]
 """
 import sys
 import time
