@@ -105,7 +105,7 @@ class RecordingRunner:
         return SimpleNamespace(wave_instructions=7)
 
 
-@pytest.mark.slow
+@pytest.mark.emulator_e2e
 def test_load_inline_builds_registers_and_launches_through_the_hook(tmp_path, monkeypatch):
     import torch
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))

@@ -32,7 +32,7 @@ def test_every_sample_has_a_row():
     assert sorted(expected()) == sorted(p.name for p in SAMPLES.glob("*.py"))
 
 
-@pytest.mark.slow
+@pytest.mark.emulator_e2e
 def test_the_samples_get_their_verdicts_on_the_emulator(tmp_path):
     missing = platforms.emulator_missing()
     if missing:
