@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # The CPU build that lies on this workplace's disk; used only when no torch is importable.
 CPU_TORCH ?= torch==2.13.0
 
-.PHONY: setup hip-toolchain sandbox-tool test test-fast test-gpu run scoreboard diff submit lint clean
+.PHONY: setup hip-toolchain sandbox-tool test test-fast test-emulator test-gpu run scoreboard diff submit lint clean
 
 setup: $(STAMP) hip-toolchain sandbox-tool
 
