@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 31, counting call: what the harness's dirty L2 costs 201, and 201's variants after a dirty and a
-# clean flush (bench/flush_probe_201.py), the per-program trace, and DRAM bytes by Nsight Compute. From the
+# clean flush (bench/tools/flush_probe_201.py), the per-program trace, and DRAM bytes by Nsight Compute. From the
 # repository root of the copy, .whl (PyYAML) carried:   [V="name=key:value,..."] bash bench/device_issue31.sh
 # $OUT: flush_probe.json, trace*.json, ncu_dram.csv, logs; the short tables are printed last.
 set -u
@@ -15,24 +15,24 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 V=${V:-"default= c=tma:0"}
 PIDS=()
 for v in $V; do  # one compiling process per variant (Triton's cache is shared)
-  timeout 240 python3 bench/flush_probe_201.py --out "$OUT" --warm "$v" >"$OUT/warm_${v%%=*}.txt" 2>&1 &
+  timeout 240 python3 bench/tools/flush_probe_201.py --out "$OUT" --warm "$v" >"$OUT/warm_${v%%=*}.txt" 2>&1 &
   PIDS+=($!)
 done
 wait "${PIDS[@]}"
 grep -h "FAIL\|Error" "$OUT"/warm_*.txt | head -8
-timeout 200 python3 bench/flush_probe_201.py --out "$OUT" --reps "${REPS:-20}" $V 2>&1 | grep -vi warn \
+timeout 200 python3 bench/tools/flush_probe_201.py --out "$OUT" --reps "${REPS:-20}" $V 2>&1 | grep -vi warn \
   >"$OUT/probe.txt"
-timeout 90 python3 bench/trace_201.py --out "$OUT" 2>&1 | grep -vi warn >"$OUT/trace.txt"
+timeout 90 python3 bench/tools/trace_201.py --out "$OUT" 2>&1 | grep -vi warn >"$OUT/trace.txt"
 for t in ${TRACE_V:-}; do  # more traces: key:value,... each
   mkdir -p "$OUT/trace_$t"
-  timeout 90 python3 bench/trace_201.py --out "$OUT/trace_$t" "$t" 2>&1 | grep -vi warn >>"$OUT/trace.txt"
+  timeout 90 python3 bench/tools/trace_201.py --out "$OUT/trace_$t" "$t" 2>&1 | grep -vi warn >>"$OUT/trace.txt"
 done
 [ -n "${PYTEST:-}" ] && timeout 200 python3 -m pytest -m gpu tests/test_kernel_201.py -q -p no:cacheprovider \
   >"$OUT/pytest_gpu.txt" 2>&1
 : >"$OUT/ncu_dram.csv"
 [ "${NCU:-1}" = 1 ] && timeout 150 ncu --cache-control none --clock-control none -k regex:mla_fp8_gluon --csv \
   --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-  python3 bench/flush_probe_201.py --out "$OUT" --ncu "${NCU_V:-default=}" >"$OUT/ncu_dram.csv" 2>"$OUT/ncu_err.txt"
+  python3 bench/tools/flush_probe_201.py --out "$OUT" --ncu "${NCU_V:-default=}" >"$OUT/ncu_dram.csv" 2>"$OUT/ncu_err.txt"
 python3 - "$OUT/ncu_dram.csv" <<'EOF'
 import csv, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]

@@ -1,6 +1,6 @@
 """Issue 29: is there an s_barrier between the waves' reads of the fp8 P tile and the next LDS writes?
 
-Usage: python bench/lds_race_check.py AITER_GIT_DIR [COMMIT]
+Usage: python bench/tools/lds_race_check.py AITER_GIT_DIR [COMMIT]
 Takes aiter's gfx950 MLA code objects at COMMIT (default f3be04a12a, the runner's pin), disassembles each with
 llvm-objdump-22 --mcpu=gfx950, and after every P write (the ds_write that follows v_cvt_pk_fp8_f32) prints the
 LDS events in order: the barrier, the P reads, then whether a ds_write comes before the next s_barrier.

@@ -1,6 +1,6 @@
 """What the harness's cache flush costs 201, and its variants timed after two kinds of flush (issue 31).
 
-    python bench/flush_probe_201.py --out $OUT [--reps 20] [--warm] [--ncu] [name=key:value,...]
+    python bench/tools/flush_probe_201.py --out $OUT [--reps 20] [--warm] [--ncu] [name=key:value,...]
 
 The harness's fast flush writes 4x the L2 (zero_), so L2 starts full of dirty lines: every line the kernel
 brings in evicts one, and its write-back shares DRAM with the kernel's reads. The probe times each variant
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "tools"))
 
 import reference  # noqa: E402
 from bench_decode import load_submission  # noqa: E402

@@ -1,6 +1,6 @@
 """Per-shape MI355X times from raw popcorn logs committed to public repositories (issue 29's calibration rows).
 
-Usage: python bench/popcorn_figures.py GIT_DIR LOG_GLOB [SUBMISSION_DIR]
+Usage: python bench/tools/popcorn_figures.py GIT_DIR LOG_GLOB [SUBMISSION_DIR]
 GIT_DIR is a mirror (the `fetch` tool's .../repo). Every log ever added under LOG_GLOB is read at the commit that
 added it, parsed with harness/remote/popcorn_report.py, and printed as one JSON line: the log's path, commit and
 date, each stage's per-shape means (us), the aiter asm kernels the runner loaded, and the candidate timed files
