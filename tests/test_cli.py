@@ -258,7 +258,7 @@ def test_the_scoreboard_says_where_each_submission_was_verified():
     assert found["120_hip"] == {"compiled for gfx950": "✓ (2026-12-01)"}  # and not on MI355X: a compile is no run
     assert all(table.mode != "compile" for table in scoreboard.build_tables(records.load()))
     page = "\n".join(scoreboard.render_verified(records.load()))
-    assert "| 120_hip | – | – | – | ✓ (2026-12-01) | – |" in page  # CPU, GPU here, aiter stand-in, compiled, MI355X
+    assert "| 120_hip | – | – | – | – | ✓ (2026-12-01) | – |" in page  # CPU, GPU here, stand-in, emulated, compiled, MI355X
 
 
 def test_every_command_that_takes_submissions_takes_all():
