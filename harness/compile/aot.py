@@ -316,8 +316,9 @@ def compile_module(module, target: str, only: list | None = None, preferred: boo
         for spec in own:
             index = next(i for i, entry in enumerate(specs) if entry is spec)
             report = KernelReport(kernel=name, label=spec.get("label", ""), target=target)
-            if _wrong_target(spec, target):
-                report.skipped, report.error = True, _wrong_target(spec, target)
+            elsewhere = _wrong_target(spec, target)
+            if elsewhere:
+                report.skipped, report.error = True, elsewhere
             elif str(index) in died:
                 report.error = died[str(index)]
             else:
