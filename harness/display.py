@@ -352,28 +352,44 @@ def priced_cell(priced) -> str:
     return f"{count} × {priced.us / count:.3g} = {total}" if count > 1 else total
 
 
-def estimate_breakdown(result) -> Table:
-    """Which launches each shape makes and what each costs, one column per shape; its last row, the sum of the
-    column, is the shape's benchmark-mode estimate."""
-    shapes = [shape for shape in result.shapes if shape.estimate is not None]
-    table = Table(title="breakdown: what each call launches, µs (count × each = total; "
-                        "each column adds up to the benchmark estimate)")
-    table.add_column("kind")
-    table.add_column("what")
-    for shape in shapes:
-        table.add_column(f"{shape.spec['batchsize']}×{shape.spec['kvseqlen']}", justify="right")
-    table.add_column("basis")
+BREAKDOWN_TITLE = ("breakdown: what each call launches, µs (count × each = total; each column adds up to the "
+                   "benchmark estimate)")
+
+
+def breakdown_rows(result, shapes: list) -> list[list[str]]:
+    """[kind, what, one cell per shape, basis] per launch, then the total row (the benchmark estimate)."""
     rows: dict = {}
     for index, shape in enumerate(shapes):
         for priced in shape.estimate.priced:
             key = (priced.launch.kind, priced.launch.name)
-            row = rows.setdefault(key, {"cells": [""] * len(shapes), "basis": priced.basis})
-            row["cells"][index] = priced_cell(priced)
-    for (kind, what), row in rows.items():
-        table.add_row(kind, escape(what), *row["cells"], escape(row["basis"]))
-    table.add_section()
-    table.add_row("total", "benchmark estimate", *(format_model_us(shape.estimate.us) for shape in shapes), "")
-    return table
+            row = rows.setdefault(key, [key[0], escape(key[1])] + [""] * len(shapes) + [escape(priced.basis)])
+            row[2 + index] = priced_cell(priced)
+    total = ["total", "benchmark estimate"] + [format_model_us(shape.estimate.us) for shape in shapes] + [""]
+    return list(rows.values()) + [total]
+
+
+def estimate_breakdown(result, width: int = 10_000) -> list[tuple[Table, list[str]]]:
+    """Which launches each shape makes and what each costs, one column per shape; the last row, the sum of the
+    column, is the shape's benchmark-mode estimate. Narrow screens get the shapes in several tables, the basis
+    below them, so that no figure is cut."""
+    shapes = [shape for shape in result.shapes if shape.estimate is not None]
+    rows = breakdown_rows(result, shapes)
+    headers = [f"{shape.spec['batchsize']}×{shape.spec['kvseqlen']}" for shape in shapes]
+    room = [max(len(cell) for cell in [headers[i]] + [row[2 + i] for row in rows]) + 3 for i in range(len(shapes))]
+    count = 1  # tables; kind and what keep 32 columns
+    while count < len(shapes) and max(sum(room[i:i + -(-len(shapes) // count)])
+                                      for i in range(len(shapes))) + 32 > width:
+        count += 1
+    per_table = -(-len(shapes) // count)
+    tables = []
+    for first in range(0, len(shapes), per_table):
+        chosen = range(first, min(first + per_table, len(shapes)))
+        columns = ([FitColumn("kind", room=6), FitColumn("what", room=20)]
+                   + [FitColumn(headers[i], figure=True, justify="right") for i in chosen]
+                   + [FitColumn("basis", below=0)])
+        cut = [row[:2] + [row[2 + i] for i in chosen] + row[-1:] for row in rows]
+        tables.append(fit(width, columns, cut, key=1, title=BREAKDOWN_TITLE if first == 0 else None))
+    return tables
 
 
 def print_estimate(console, result) -> None:
@@ -381,7 +397,10 @@ def print_estimate(console, result) -> None:
         console.print(escape(f"{result.submission.label}: no MI355X estimate: {result.refusal}"), highlight=False)
         return
     console.print(estimate_table(result))
-    console.print(estimate_breakdown(result))
+    tables = estimate_breakdown(result, console.width)
+    for table, _ in tables[:-1]:
+        console.print(table)
+    print_fitted(console, *tables[-1])  # the basis lines, once: each table has the same rows
     figures = result.geomeans()
     lowest, highest = result.model.errors
     console.print(escape(

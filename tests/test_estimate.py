@@ -1,6 +1,5 @@
 """harness estimate: the MI355X cost model's data file, fit and leave-one-out, the recorder, CPU scaling, the
 refusals, the samples' estimates, and where estimates show (record, scoreboard, diff --estimate)."""
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -143,7 +142,8 @@ def test_the_breakdown_shows_count_times_each_and_the_total_of_each_shape(sample
 
     result = sample_estimates["persistent_a8w8"]
     out = Console(width=300, record=True, no_color=True)
-    out.print(display.estimate_breakdown(result))
+    ((table, below),) = display.estimate_breakdown(result, out.width)
+    out.print(table)
     rows = {line.split("│")[2].strip(): line.split("│")[3:-2] for line in out.export_text().splitlines()
             if line.count("│") > 3}
     copies = next(p for p in result.shapes[0].estimate.priced if p.launch.name == "aten._to_copy")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.sandbox import bwrap
-from test_sandbox import HOSTILE, copy_of_repository, expected_verdicts
+from helpers import copy_of_repository
+from test_sandbox import HOSTILE, expected_verdicts
 
 SAMPLE = HOSTILE / "writes_at_compile.py"
 KINDS = ["files"] + ([] if bwrap.why_not() else ["sandbox"])
@@ -38,7 +39,7 @@ def clean(copy: Path) -> str:
 
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory):
-    return copy_of_repository(tmp_path_factory.mktemp("repo"))
+    return copy_of_repository(tmp_path_factory.mktemp("repo"), commit=True)
 
 
 @pytest.mark.parametrize("kind", KINDS)

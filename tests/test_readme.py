@@ -20,13 +20,15 @@ from helpers import copy_of_repository
 
 REPO = Path(__file__).resolve().parent.parent
 NEEDS = re.compile(r"#.*\bneeds (a GPU|MI355X|network)\b")
+# Commands that run a HIP file on the gfx950 emulator on a CPU (minutes each): run by `make test-emulator`.
+EMULATES = re.compile(r"#.*\bemulates HIP\b")
 # What each command must end with on a CPU-only machine; the keys are exactly the READMEs' unmarked commands.
 EXPECTED_EXIT = {
     "make setup": 0,                                 # idempotent: the set-up venv and the HIP toolchain are there
     "make test": 0,                                  # run with one quick test selected (PYTEST_ADDOPTS below)
     "make test-fast": 0,                             # the same quick test
-    "make run": 0,                                   # skips HIP files with the reason, aiter ones on the stand-in
-    "harness run 120": 0,                            # HIP: skipped with the reason
+    "make run": 0,                                   # HIP files emulated, aiter ones on the stand-in
+    "harness run 120": 0,                            # HIP on the gfx950 emulator, small cases
     "harness run --all --mode test": 0,
     "harness run 200 --mode leaderboard --flush fast": 0,
     "harness diff 119 200": 0,                       # the tracked ledger's H200 results; the CPU ones are left out
@@ -52,13 +54,15 @@ def readmes() -> list[Path]:
 
 
 def block_commands(text: str) -> list[tuple[str, str | None]]:
-    """(command, what it needs or None) for every line of the text's ```bash blocks, in order."""
+    """(command, what it needs or None) for every line of the text's ```bash blocks, in order; "emulator" for a
+    command that runs here, in minutes, through the gfx950 emulator."""
     found = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for line in block.splitlines():
             if line.split("#")[0].strip():
                 needs = NEEDS.search(line)
-                found.append((line.split("#")[0].strip(), needs.group(1) if needs else None))
+                what = needs.group(1) if needs else "emulator" if EMULATES.search(line) else None
+                found.append((line.split("#")[0].strip(), what))
     return found
 
 
@@ -77,7 +81,7 @@ def test_every_readme_command_is_checked_or_marked():
         in_blocks = {command for command, _ in blocks}
         assert not [c for c in inline_commands(text) if c not in in_blocks], \
             f"{readme.relative_to(REPO)}: commands in the prose that no block runs or marks"
-        unmarked += [command for command, needs in blocks if needs is None]
+        unmarked += [command for command, needs in blocks if needs in (None, "emulator")]
     assert sorted(unmarked) == sorted(EXPECTED_EXIT)
     assert {path.relative_to(REPO).as_posix() for path in readmes()} >= {"README.md", "submissions/README.md"}
 
@@ -98,8 +102,9 @@ OUTPUT_HAS = {
     "make test-fast": ["1 passed"],
     "harness compile 120": ["v_mfma_f32_16x16x128_f8f6f4"],
 }
-RUN_HERE = [command for readme in readmes() for command, needs in block_commands(readme.read_text(encoding="utf-8"))
-            if needs is None]
+RUN_HERE = [pytest.param(command, marks=[pytest.mark.emulator_e2e] if needs == "emulator" else [])
+            for readme in readmes() for command, needs in block_commands(readme.read_text(encoding="utf-8"))
+            if needs in (None, "emulator")]
 
 
 @pytest.fixture(scope="module")

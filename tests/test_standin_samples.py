@@ -1,8 +1,9 @@
 """The aiter stand-in samples (tests/samples/aiter/standin/): each runs to the verdict its EXPECT-STANDIN line states.
 
 Keys: test, leaderboard, stress (the stress cases as the verdict), same_batch_other_kv, cpu (anything on a CPU),
-gpu-test / gpu-leaderboard (official shapes on a GPU, marked gpu); values pass, pass:warned, fail[:word],
-error[:word] (fail and error both mean the run failed; the word must be in the failing case's message).
+gpu-test / gpu-leaderboard (official shapes on a GPU, marked gpu); values pass, pass:warned, rejected (every case
+passes, and the server's rules would refuse the file), fail[:word], error[:word] (fail and error both mean the run
+failed; the word must be in the failing case's message).
 """
 import re
 from pathlib import Path
@@ -39,6 +40,9 @@ def expectations(path: Path) -> dict:
 def check_verdict(run, expected: str, where: str) -> None:
     verdict, _, word = expected.partition(":")
     first_bad = next((r for r in run.results if r.status != "pass"), None)
+    if verdict == "rejected":
+        assert run.status == "rejected" and first_bad is None, f"{where}: {run.status} {run.reason}"
+        return
     if verdict == "pass":
         assert not run.failed, f"{where}: {run.status} {first_bad and first_bad.message}"
         if word == "warned":
@@ -101,4 +105,4 @@ def test_the_expect_lines_use_known_keys():
     for path in sorted(SAMPLES.glob("*.py")):
         assert set(expectations(path)) <= known, path.name
         for value in expectations(path).values():
-            assert re.fullmatch(r"(pass|fail|error)(:[\w-]+)?|MLA_\w+", value), value
+            assert re.fullmatch(r"(pass|fail|error)(:[\w-]+)?|rejected|MLA_\w+", value), value

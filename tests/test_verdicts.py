@@ -7,7 +7,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 
 from harness.compile import aot
 from harness.results import records, scoreboard

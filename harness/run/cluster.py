@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from harness.platform import PlatformError
-from harness.run import protocol
+from harness.results import records
 from harness.run import session
 from harness.run import spread
 
@@ -98,7 +98,7 @@ def spread_on_cluster(chosen: list, settings, address: str, watcher=spread.Watch
     task = ray.remote(num_gpus=1, max_retries=0)(run_parcel)
     blob = pickle.dumps(settings)
     commit = (settings.checkout or {}).get("commit")
-    waiting, started = {}, protocol.now_iso()
+    waiting, started = {}, records.now_iso()
     for job, submission in enumerate(chosen):
         content = submission.path.read_bytes()
         parcel = Parcel(submission.path.name, content, hashlib.sha256(content).hexdigest(), commit)

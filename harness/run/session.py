@@ -72,8 +72,8 @@ def check_results_writable() -> None:
         except OSError as error:
             raise ResultsError(f"cannot write results to {paths.shown(folder)}: {error.strerror or error}") from None
     target = paths.ledger_file()
-    if target.exists() and not target.is_file():
-        raise ResultsError(f"cannot write results to {paths.shown(target)}: it is not a file")
+    if target.is_dir():
+        raise ResultsError(f"cannot write results to {paths.shown(target)}: it is a folder")
 
 
 @dataclasses.dataclass

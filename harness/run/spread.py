@@ -15,6 +15,7 @@ import signal
 import subprocess
 
 from harness.platform import PlatformError
+from harness.results import records
 from harness.run import protocol
 from harness.run import session
 from harness.run import spread_worker
@@ -110,7 +111,7 @@ def lost_run(submission, settings, reason: str, started: str) -> protocol.RunRes
     """An error run for a submission whose slot or task died: each case says why, none has a result."""
     results = [protocol.CaseResult(spec=dict(spec), status="error", message=reason) for spec in settings.specs]
     return protocol.RunResult(submission, settings.mode, settings.cases_name, settings.flush, settings.platform,
-                              "error", reason, results, [], started, protocol.now_iso())
+                              "error", reason, results, [], started, records.now_iso())
 
 
 def lost_outcome(submission, settings, reason, started, gpu: dict | None) -> session.Outcome:
@@ -138,7 +139,7 @@ class Slot:
         self.process.start()
 
     def hand(self, job: int, submission) -> None:
-        self.job, self.started, self.cases_done = job, protocol.now_iso(), 0
+        self.job, self.started, self.cases_done = job, records.now_iso(), 0
         self.jobs.put((job, submission, self.gpu.record()))
 
     def stop(self) -> None:

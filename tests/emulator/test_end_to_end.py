@@ -1,5 +1,4 @@
 """Small HIP kernels compiled by clang-22 for gfx950 and run on the emulator, checked against torch."""
-import numpy as np
 import pytest
 import torch
 

@@ -1,7 +1,6 @@
 """MFMA on the emulator: clang-22-compiled kernels using __builtin_amdgcn_mfma_* against torch, and
 the K order of the f8f6f4 shapes told apart by per-32-value e8m0 scales."""
 import numpy as np
-import pytest
 import torch
 
 from harness.emulator import matrix

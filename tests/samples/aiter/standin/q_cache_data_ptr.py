@@ -2,7 +2,7 @@
 #!POPCORN gpu MI355X
 # aiter stand-in sample (a hack): Q's fp8 quantization cached by data_ptr(). A new input at a reused address
 # gets the old Q, which leaderboard mode's fresh input on every call exposes.
-# EXPECT-STANDIN test=pass leaderboard=fail lint=MLA_DATA_PTR_CACHE
+# EXPECT-STANDIN test=rejected leaderboard=fail lint=MLA_DATA_PTR_CACHE
 import torch
 from aiter import dtypes, per_tensor_quant_hip
 from aiter.mla import mla_decode_fwd
