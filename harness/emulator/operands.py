@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import NotEmulated
-from .wave import EXEC, M0, VCC, VGPR_FILE, lane_mask, lanes64, mask_bits
+from .wave import EXEC, FULL, M0, VCC, VGPR_FILE, lane_mask, lanes64, mask_bits
 
 REGISTER = re.compile(r"^([vsa])(\d+)$|^([vsa])\[(\d+):(\d+)\]$|^ttmp(\d+)$|^ttmp\[(\d+):(\d+)\]$")
 NAMED = {"vcc": (VCC, 2), "vcc_lo": (VCC, 1), "vcc_hi": (VCC + 1, 1), "exec": (EXEC, 2),
@@ -192,7 +192,7 @@ def scalar_writer(operand: Operand, width: int = 32):
 
 
 def full_exec(w) -> bool:
-    return w.s[EXEC] == 0xFFFFFFFF and w.s[EXEC + 1] == 0xFFFFFFFF
+    return w.s[EXEC] == FULL and w.s[EXEC + 1] == FULL
 
 
 def write_rows(w, index: int, rows, mask=None) -> None:
@@ -219,6 +219,10 @@ def vector_writer(operand: Operand, width: int = 32):
         return write64
 
     def write32(w, raw, mask=None):
+        s = w.s
+        if mask is None and s[EXEC] == FULL and s[EXEC + 1] == FULL:
+            w.v[index][...] = raw  # the same C cast as astype(np.uint32)
+            return
         write_rows(w, index, np.asarray(raw).astype(np.uint32, copy=False), mask)
     return write32
 
@@ -240,11 +244,17 @@ def lane_mask_writer(operand: Operand):
         return lambda w, lanes: None
     index = operand.index
 
+    pair = operand.count == 2
+
     def write(w, lanes):
-        bits = mask_bits(lanes64(lanes) & w.exec_mask())
-        w.s[index] = bits & 0xFFFFFFFF
-        if operand.count == 2:
-            w.s[index + 1] = bits >> 32
+        s = w.s
+        lanes = lanes64(lanes)
+        if s[EXEC] != FULL or s[EXEC + 1] != FULL:
+            lanes = lanes & w.exec_mask()
+        bits = mask_bits(lanes)
+        s[index] = bits & 0xFFFFFFFF
+        if pair:
+            s[index + 1] = bits >> 32
     return write
 
 

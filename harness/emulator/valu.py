@@ -52,6 +52,24 @@ def typed(raw, kind: str, high: bool = False):
     return raw.view(VIEW[kind]) if kind in VIEW else raw
 
 
+def typed_reader(operand, kind: str, high: bool = False, width: int | None = None,
+                 is_float: bool | None = None):
+    """fn(wave) -> the operand as kind's numpy values: what typed(vector_reader(...)(w)) gives,
+    with a plain 32-bit register as a view of its row and a constant typed once."""
+    bits = WIDTH[kind]
+    width = width or (16 if bits == 16 else 64 if bits == 64 else 32)
+    is_float = kind.startswith("f") if is_float is None else is_float
+    read = vector_reader(operand, width, is_float)
+    if operand.kind == "const":
+        value = typed(read(None), kind, high)  # a constant's reader never looks at the wave
+        value.flags.writeable = False
+        return lambda w: value
+    if operand.kind == "v" and bits == 32 and width == 32 and not (operand.neg or operand.abs):
+        row, dtype = operand.index, VIEW.get(kind, np.uint32)
+        return lambda w: w.v[row].view(dtype)
+    return lambda w: typed(read(w), kind, high)
+
+
 def raw_of(value, kind: str):
     """A typed result back to lane bits (uint32, or uint64 for 64-bit types)."""
     value = np.asarray(value)

@@ -5,7 +5,7 @@ import numpy as np
 from .numerics import BF8_E5M2, FP8_E4M3, encode_minifloat, fma_f32
 from .operands import (lane_mask_reader, lane_mask_writer, parse, scalar_reader, scalar_writer,
                        vector_reader, vector_writer)
-from .valu import bits, op_sel, typed
+from .valu import bits, op_sel, typed, typed_reader
 from .wave import lanes64
 
 LANE = np.arange(64, dtype=np.uint64)
@@ -20,7 +20,7 @@ def operands_of(ins):
 def cndmask(ins):
     ops = operands_of(ins)
     select = lane_mask_reader(ops[3]) if len(ops) == 4 else lane_mask_reader(parse("vcc"))
-    a, b = vector_reader(ops[1], 32, True), vector_reader(ops[2], 32, True)
+    a, b = typed_reader(ops[1], "u32", is_float=True), typed_reader(ops[2], "u32", is_float=True)
     write = vector_writer(ops[0])
     return lambda w: write(w, np.where(select(w), b(w), a(w)))
 

@@ -2,9 +2,9 @@
 import numpy as np
 
 from .errors import NotEmulated
-from .operands import EXEC, lane_mask_writer, parse, vector_reader
-from .valu import WIDTH, typed
-from .wave import lanes64, mask_bits
+from .operands import EXEC, lane_mask_writer, parse
+from .valu import WIDTH, typed_reader
+from .wave import FULL, lanes64, mask_bits
 
 FLOAT_TESTS = {
     "f": lambda a, b: np.zeros(np.broadcast(a, b).shape, bool), "lt": np.less, "eq": np.equal,
@@ -63,20 +63,21 @@ def build(ins, name: str):
         operands = [parse("vcc")] + operands
     destination, a_op, b_op = operands[:3]
     width = WIDTH[kind]
-    read_a = vector_reader(a_op, 16 if width == 16 else width, kind.startswith("f"))
-    second_kind = "u32" if test == "class" else kind
-    read_b = vector_reader(b_op, 32 if test == "class" else (16 if width == 16 else width), kind.startswith("f"))
+    read_a = typed_reader(a_op, kind)
+    if test == "class":
+        read_b = typed_reader(b_op, "u32", is_float=kind.startswith("f"))
+        test = float_class
+    else:
+        read_b = typed_reader(b_op, kind, width=16 if width == 16 else width)
     write = lane_mask_writer(destination)
+    if not writes_exec:
+        return lambda w: write(w, test(read_a(w), read_b(w)))  # run_kernel ignores fp errors
 
     def run(w):
-        a = typed(read_a(w), kind)
-        b = typed(read_b(w), second_kind)
-        lanes = float_class(a, b) if test == "class" else test(a, b)  # run_kernel ignores fp errors
-        lanes = lanes64(lanes)
-        if writes_exec:
-            bits = mask_bits(lanes & w.exec_mask())
-            write(w, lanes)
-            w.s[EXEC], w.s[EXEC + 1] = bits & 0xFFFFFFFF, bits >> 32
-        else:
-            write(w, lanes)
+        lanes = lanes64(test(read_a(w), read_b(w)))
+        if w.s[EXEC] != FULL or w.s[EXEC + 1] != FULL:
+            lanes = lanes & w.exec_mask()
+        bits = mask_bits(lanes)
+        write(w, lanes)
+        w.s[EXEC], w.s[EXEC + 1] = bits & 0xFFFFFFFF, bits >> 32
     return run

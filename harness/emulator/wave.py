@@ -6,6 +6,8 @@ VCC, M0, EXEC = 106, 124, 126
 SGPR_FILE = 128
 VGPR_FILE = 256  # AGPRs follow the VGPRs in one array: a0 is row 256
 MASK_CACHE: dict[int, np.ndarray] = {}
+BITS_CACHE: dict[bytes, int] = {}  # a bool lane array's bytes -> its 64-bit mask
+FULL = 0xFFFFFFFF
 LANE_BITS = np.uint64(1) << np.arange(LANES, dtype=np.uint64)
 
 
@@ -28,8 +30,16 @@ def lanes64(value) -> np.ndarray:
 
 
 def mask_bits(mask: np.ndarray) -> int:
-    """A boolean lane array back to a 64-bit lane mask."""
-    return int(np.packbits(mask, bitorder="little").view(np.uint64)[0])
+    """A boolean lane array back to a 64-bit lane mask (kernels repeat few masks: cached)."""
+    if mask.dtype != np.bool_:
+        mask = mask.astype(bool)
+    key = mask.tobytes()
+    bits = BITS_CACHE.get(key)
+    if bits is None:
+        bits = int(np.packbits(mask, bitorder="little").view(np.uint64)[0])
+        if len(BITS_CACHE) < 65536:
+            BITS_CACHE[key] = bits
+    return bits
 
 
 class Wave:
