@@ -90,6 +90,34 @@ def raw_of(value, kind: str):
     return masked.astype(np.uint32)
 
 
+def raw_converter(kind: str):
+    """raw_of for one result type, with the common case (already that type) first."""
+    dtype = {"f32": np.float32, "i32": np.int32, "u32": np.uint32, "b32": np.uint32}.get(kind)
+    if dtype is None:
+        return lambda value: raw_of(value, kind)
+    dtype = np.dtype(dtype)
+
+    def to_raw(value):
+        if type(value) is np.ndarray and value.dtype is dtype:
+            return value.view(np.uint32)
+        return raw_of(value, kind)
+    return to_raw
+
+
+def applied(fn, readers):
+    """fn(wave) -> fn of the sources' values, unrolled by arity (this runs per instruction)."""
+    if len(readers) == 1:
+        (a,) = readers
+        return lambda w: fn(a(w))
+    if len(readers) == 2:
+        a, b = readers
+        return lambda w: fn(a(w), b(w))
+    if len(readers) == 3:
+        a, b, c = readers
+        return lambda w: fn(a(w), b(w), c(w))
+    return lambda w: fn(*[read(w) for read in readers])
+
+
 def output_modifiers(modifiers: dict, kind: str):
     """clamp and omod (mul:2, mul:4, div:2) on float results."""
     scale = {"mul": {"2": 2.0, "4": 4.0}, "div": {"2": 0.5}}
@@ -140,6 +168,10 @@ def build(ins, name: str):
         readers[0] = (read0,) + readers[0][1:]
     post = output_modifiers(ins.modifiers, result_kind)
     store = result_store(ins, destination, result_kind, destination_high)
+    if post is None and write_mask is None and not ins.mnemonic.endswith(("_sdwa", "_dpp")):
+        typed_readers = [typed_reader(op, kind, high) for op, (_, kind, high) in zip(sources, readers)]
+        compute, to_raw = applied(fn, typed_readers), raw_converter(result_kind)
+        return lambda w: store(w, to_raw(compute(w)), None)
 
     def run(w):
         values = [typed(read(w), kind, high) for read, kind, high in readers]
