@@ -204,6 +204,18 @@ def write_rows(w, index: int, rows, mask=None) -> None:
         np.copyto(target, rows, where=w.exec_mask() if mask is None else mask)
 
 
+def write_pair(w, index: int, low, high) -> None:
+    """Writes uint32 lanes low and high into VGPRs index and index + 1 under EXEC."""
+    s = w.s
+    if s[EXEC] == FULL and s[EXEC + 1] == FULL:
+        w.v[index][...] = low
+        w.v[index + 1][...] = high
+        return
+    mask = w.exec_mask()
+    np.copyto(w.v[index], low, where=mask)
+    np.copyto(w.v[index + 1], high, where=mask)
+
+
 def vector_writer(operand: Operand, width: int = 32):
     """fn(wave, raw): writes the per-lane result under EXEC (64-bit results to a pair)."""
     if operand.kind == "s":

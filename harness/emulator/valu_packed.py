@@ -4,8 +4,8 @@ import numpy as np
 
 from .errors import NotEmulated
 from .numerics import fma_f32
-from .operands import parse, vector_reader, vector_writer
-from .valu import bits, raw_of, typed
+from .operands import parse, vector_reader, vector_writer, write_pair
+from .valu import applied, bits, raw_of, typed
 
 HALF_OPS = {
     "pk_add_f16": ("f16", 2, np.add), "pk_mul_f16": ("f16", 2, np.multiply),
@@ -58,11 +58,26 @@ def half_op(ins, name):
     return run
 
 
+def dword_reader(operand, high: int, negated: bool, floating: bool):
+    """fn(wave) -> dword `high` of a source pair (a constant feeds both) as float32 or uint32."""
+    dtype = np.float32 if floating else np.uint32
+    if operand.kind == "v":
+        row = operand.index + high
+        if negated:
+            return lambda w: -w.v[row].view(dtype)
+        return lambda w: w.v[row].view(dtype)
+    value = np.asarray(packed_reader(operand, 32)(None)).astype(np.uint64)  # a constant
+    value = negate((value >> np.uint64(32 * high) & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(dtype), negated)
+    return lambda w: value
+
+
 def wide_op(ins, name):
     """pk_*_f32: each source is a register pair; op_sel picks the dword feeding the low result,
     op_sel_hi the one feeding the high result."""
     count, fn = WIDE_OPS[name]
     ops = [parse(text) for text in ins.operands]
+    if ops[0].kind == "v" and all(op.kind in ("v", "const") and not (op.neg or op.abs) for op in ops[1:1 + count]):
+        return wide_rows(ins, ops, count, fn)
     write = vector_writer(ops[0], 64)
     readers = [packed_reader(op, 32) for op in ops[1:1 + count]]
     mods = ins.modifiers
@@ -83,6 +98,26 @@ def wide_op(ins, name):
             low = np.asarray(fn(*lo), np.float32).view(np.uint32)
             high = np.asarray(fn(*hi), np.float32).view(np.uint32)
         write(w, low.astype(np.uint64) | high.astype(np.uint64) << np.uint64(32))
+    return run
+
+
+def wide_rows(ins, ops, count, fn):
+    """wide_op for register or constant sources into a VGPR pair: each result dword row by itself."""
+    mods = ins.modifiers
+    sel = bits(mods.get("op_sel"))
+    sel_hi = bits(mods.get("op_sel_hi")) if "op_sel_hi" in mods else [1] * 4
+    neg_lo, neg_hi = bits(mods.get("neg_lo")), bits(mods.get("neg_hi"))
+    row = ops[0].index
+    if fn is None:  # pk_mov_b32: the low result from src0, the high one from src1
+        low, high = dword_reader(ops[1], sel[0], False, False), dword_reader(ops[2], sel[1], False, False)
+        return lambda w: write_pair(w, row, low(w), high(w).copy())  # src1 may be the row written first
+    sources = ops[1:1 + count]
+    low = applied(fn, [dword_reader(op, sel[i], neg_lo[i], True) for i, op in enumerate(sources)])
+    high = applied(fn, [dword_reader(op, sel_hi[i], neg_hi[i], True) for i, op in enumerate(sources)])
+
+    def run(w):
+        write_pair(w, row, np.asarray(low(w), np.float32).view(np.uint32),
+                   np.asarray(high(w), np.float32).view(np.uint32))
     return run
 
 

@@ -1,0 +1,76 @@
+"""The executors' short paths (typed register views, EXEC all ones, packed f32 by rows, cached
+lane masks) against independent numpy and Python computations, under full and partial EXEC."""
+import numpy as np
+
+from harness.emulator.wave import mask_bits
+
+from .snippets import as_f32, snippet
+from .test_valu import exact_fma
+
+RNG = np.random.default_rng(27)
+HALF_EXEC = "  s_mov_b32 exec_lo, 0x0f0f0f0f\n  s_mov_b32 exec_hi, 0\n"  # lanes 0-3, 8-11 ... 24-27
+RESTORE = "  s_mov_b64 exec, -1\n"
+ON = np.array([(0x0F0F0F0F >> lane) & 1 if lane < 32 else 0 for lane in range(64)], bool)
+
+
+def floats(n=6):
+    return [RNG.standard_normal(64).astype(np.float32) for _ in range(n)]
+
+
+def test_packed_f32_ops_follow_op_sel_and_neg():
+    x = floats()
+    body = """  v_pk_mul_f32 v[20:21], v[10:11], v[12:13] op_sel:[1,0] op_sel_hi:[0,1]
+  v_pk_fma_f32 v[22:23], v[10:11], v[12:13], v[14:15] neg_lo:[1,0,0] neg_hi:[0,0,1]
+  v_pk_add_f32 v[24:25], v[10:11], 1.0"""
+    out = as_f32(snippet(body, x, outputs=6))
+    assert np.array_equal(out[0], x[1] * x[2]) and np.array_equal(out[1], x[0] * x[3])
+    low = [exact_fma(-float(a), float(b), float(c)) for a, b, c in zip(x[0], x[2], x[4])]
+    high = [exact_fma(float(a), float(b), -float(c)) for a, b, c in zip(x[1], x[3], x[5])]
+    assert np.array_equal(out[2].view(np.uint32), np.array(low, np.float32).view(np.uint32))
+    assert np.array_equal(out[3].view(np.uint32), np.array(high, np.float32).view(np.uint32))
+    assert np.array_equal(out[4], x[0] + np.float32(1)) and np.array_equal(out[5], x[1] + np.float32(1))
+
+
+def test_packed_mov_reads_before_it_writes_and_keeps_inactive_lanes():
+    x = floats(4)
+    body = """  v_mov_b32 v20, v12
+  v_mov_b32 v21, v13
+  v_pk_mov_b32 v[20:21], v[10:11], v[20:21] op_sel:[1,0]
+  v_mov_b32 v22, v10
+  v_mov_b32 v23, v11
+""" + HALF_EXEC + "  v_pk_mul_f32 v[22:23], v[12:13], v[12:13]\n" + RESTORE
+    out = snippet(body, x, outputs=4)
+    raw = [v.view(np.uint32) for v in x]
+    assert np.array_equal(out[0], raw[1]) and np.array_equal(out[1], raw[2])
+    assert np.array_equal(out[2], np.where(ON, (x[2] * x[2]).view(np.uint32), raw[0]))
+    assert np.array_equal(out[3], np.where(ON, (x[3] * x[3]).view(np.uint32), raw[1]))
+
+
+def test_compares_selects_and_adds_under_partial_exec():
+    a, b = floats(2)
+    body = """  v_mov_b32 v20, 7
+  v_mov_b32 v21, 9
+""" + HALF_EXEC + """  v_cmp_gt_f32 s[8:9], v10, v11
+  v_cndmask_b32 v20, 3, 5, s[8:9]
+  v_add_f32 v21, v10, v11
+  v_cmpx_lt_f32 s[10:11], v10, 0
+""" + RESTORE + """  v_mov_b32 v22, s8
+  v_mov_b32 v23, s9
+  v_mov_b32 v24, s10
+  v_mov_b32 v25, s11"""
+    out = snippet(body, [a, b], outputs=6)
+    greater = (a > b) & ON
+    assert np.array_equal(out[0], np.where(ON, np.where(greater, 5, 3), 7))
+    assert np.array_equal(out[1], np.where(ON, (a + b).view(np.uint32), 9))
+    bits = sum(1 << lane for lane in range(64) if greater[lane])
+    assert int(out[2, 0]) == bits & 0xFFFFFFFF and int(out[3, 0]) == bits >> 32
+    below = sum(1 << lane for lane in range(64) if a[lane] < 0 and ON[lane])
+    assert int(out[4, 0]) == below & 0xFFFFFFFF and int(out[5, 0]) == below >> 32
+
+
+def test_mask_bits_matches_a_python_sum_for_cached_and_fresh_masks():
+    for _ in range(200):
+        lanes = RNG.random(64) < RNG.random()
+        expected = sum(1 << lane for lane in range(64) if lanes[lane])
+        assert mask_bits(lanes) == expected and mask_bits(lanes.copy()) == expected
+    assert mask_bits(np.arange(64) % 3 == 0) == sum(1 << k for k in range(0, 64, 3))
