@@ -1,7 +1,10 @@
 """The executors' short paths (typed register views, EXEC all ones, packed f32 by rows, cached
 lane masks) against independent numpy and Python computations, under full and partial EXEC."""
+from fractions import Fraction
+
 import numpy as np
 
+from harness.emulator.numerics import fma_f32
 from harness.emulator.wave import mask_bits
 
 from .snippets import as_f32, snippet
@@ -74,3 +77,53 @@ def test_mask_bits_matches_a_python_sum_for_cached_and_fresh_masks():
         expected = sum(1 << lane for lane in range(64) if lanes[lane])
         assert mask_bits(lanes) == expected and mask_bits(lanes.copy()) == expected
     assert mask_bits(np.arange(64) % 3 == 0) == sum(1 << k for k in range(0, 64, 3))
+
+
+def reference_fma(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
+    """a*b+c rounded once: exact fractions for finite sums, IEEE's rules (as float64 gives them,
+    the product being exact there) for infinities, NaN and exact zeros."""
+    if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
+        return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+    value = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    if value == 0:
+        return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+    if abs(value) >= Fraction(2**128 - 2**103):  # past float32's max by half an ulp or more
+        return np.float32(np.inf if value > 0 else -np.inf)
+    return exact_fma(float(a), float(b), float(c))
+
+
+def fma_cases() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random bit patterns (subnormals, infinities, NaN among them), random normals, and sums
+    whose float64 value lands on a float32 tie that the exact value is not."""
+    bits = RNG.integers(0, 2**32, (3, 4096), dtype=np.uint64).astype(np.uint32).view(np.float32)
+    normal = RNG.standard_normal((3, 4096)).astype(np.float32)
+    tiny = (RNG.standard_normal((3, 512)) * 2.0 ** -70).astype(np.float32)
+    eps = [np.float32(2.0 ** -k) for k in (15, 23, 24)]
+    traps = []
+    for sign in (1, -1):
+        for scale in (1.0, 2.0 ** -100, 2.0 ** 100, 2.0 ** -126):
+            a, b = np.float32(1 + eps[0]), np.float32((1 - eps[0]) * eps[2] * scale)
+            traps.append((a, sign * b, np.float32(sign * (1 + eps[1]) * scale)))
+            traps.append((a, -sign * b, np.float32(sign * (1 + 2 * eps[1]) * scale)))
+    specials = [(np.float32(np.inf), np.float32(0), np.float32(1)), (np.float32(-0.0), np.float32(1), np.float32(-0.0)),
+                (np.float32(3.4e38), np.float32(2), np.float32(-3.4e38)), (np.float32(2.0 ** 64), np.float32(2.0 ** 64), np.float32(0)),
+                (np.float32(np.nan), np.float32(1), np.float32(1)), (np.float32(np.inf), np.float32(1), np.float32(-np.inf)),
+                (np.float32(1e-45), np.float32(0.5), np.float32(0)), (np.float32(1e-45), np.float32(1.5), np.float32(0))]
+    extra = np.array(traps + specials, np.float32).T
+    a, b, c = (np.concatenate(parts) for parts in zip(bits, normal, tiny, extra))
+    return a, b, c
+
+
+def test_fma_f32_matches_exact_fractions_on_edges_ties_and_random_bits():
+    a, b, c = fma_cases()
+    with np.errstate(all="ignore"):
+        out = fma_f32(a, b, c)
+    with np.errstate(all="ignore"):
+        expected = np.array([reference_fma(x, y, z) for x, y, z in zip(a, b, c)], np.float32)
+    nan = np.isnan(expected)
+    assert np.array_equal(np.isnan(out), nan)
+    assert np.array_equal(out[~nan].view(np.uint32), expected[~nan].view(np.uint32))
+    for lane in range(0, len(a), 97):  # the same lanes one by one (the scalar path)
+        with np.errstate(all="ignore"):
+            one = np.float32(fma_f32(a[lane], b[lane], c[lane]))
+        assert one.view(np.uint32) == expected[lane].view(np.uint32) or (np.isnan(one) and nan[lane])
