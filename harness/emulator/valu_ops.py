@@ -3,6 +3,7 @@ Written from the CDNA4 ISA guide's per-opcode pseudocode; the special forms are 
 import numpy as np
 
 from .numerics import f32_to_bf16, fma_f32, fma_f64
+from .wave import lanes64
 
 U32 = np.uint32
 
@@ -29,18 +30,25 @@ def bfe(value, offset, width, signed):
     return np.where(width == 0, 0, field)
 
 
+BYTE_SHIFTS = np.array([0, 8, 16, 24], np.uint32)
+LANE_ROWS = np.arange(64)[:, None]
+
+
+def byte_lanes(x):
+    """uint32 values [64] as their bytes [64, 4], the lowest first."""
+    return (x[:, None] >> BYTE_SHIFTS).astype(np.uint8)
+
+
 def perm(s0, s1, selector):
-    """v_perm_b32: each selector byte picks a byte of {s0, s1} or a constant."""
-    pool = (i64(u(s0)) << 32) | i64(u(s1))
-    out = np.zeros(np.broadcast(s0, s1, selector).shape, np.int64)
-    for byte in range(4):
-        sel = (i64(u(selector)) >> (8 * byte)) & 0xFF
-        picked = (pool >> (8 * np.minimum(sel, 7))) & 0xFF
-        sign_of = lambda k: np.where((pool >> (8 * k + 7)) & 1 == 1, 0xFF, 0)
-        value = np.select([sel < 8, sel == 8, sel == 9, sel == 10, sel == 11, sel == 12],
-                          [picked, sign_of(1), sign_of(3), sign_of(5), sign_of(7), 0], 0xFF)
-        out |= value << (8 * byte)
-    return out
+    """v_perm_b32: each selector byte picks a byte of {s0, s1} (0-7), the sign of byte 1, 3, 5
+    or 7 as 0x00/0xFF (8-11), 0x00 (12) or 0xFF (13 and above): one table per lane."""
+    table = np.empty((64, 14), np.uint8)
+    table[:, :4], table[:, 4:8] = byte_lanes(lanes64(u(s1))), byte_lanes(lanes64(u(s0)))
+    table[:, 8:12] = (table[:, 1:8:2] >> 7) * np.uint8(0xFF)
+    table[:, 12], table[:, 13] = 0x00, 0xFF
+    picks = np.minimum(byte_lanes(lanes64(u(selector))), 13)
+    chosen = table[LANE_ROWS, picks].astype(np.uint32) << BYTE_SHIFTS
+    return np.bitwise_or.reduce(chosen, axis=1)
 
 
 def med3(a, b, c):
@@ -105,7 +113,8 @@ def exact32(fn):
 
 
 def ldexp32(x, e):
-    return np.ldexp(np.asarray(x, np.float64), np.clip(np.asarray(e).astype(np.int64), -300, 300)).astype(np.float32)
+    """Exact in float64, rounded once; C's ldexp gives inf or 0 for any huge int32 exponent."""
+    return np.ldexp(np.asarray(x, np.float64), np.asarray(e).astype(np.int32, copy=False)).astype(np.float32)
 
 
 def frexp_mant(x):
@@ -206,7 +215,7 @@ OPS = {
     "and_or_b32": (B, [B, B, B], lambda a, b, c: (a & b) | c),
     "or3_b32": (B, [B, B, B], lambda a, b, c: a | b | c),
     "xad_u32": (UU, [UU, UU, UU], lambda a, b, c: (a ^ b) + c),
-    "perm_b32": (B, [B, B, B], lambda a, b, s: perm(a, b, s) & 0xFFFFFFFF),
+    "perm_b32": (B, [B, B, B], perm),
     "bcnt_u32_b32": (UU, [UU, UU], lambda a, b: popcount(a) + b),
     "sad_u32": (UU, [UU, UU, UU], lambda a, b, c: u(np.abs(i64(a) - i64(b))) + c),
     # 64-bit

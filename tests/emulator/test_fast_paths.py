@@ -127,3 +127,47 @@ def test_fma_f32_matches_exact_fractions_on_edges_ties_and_random_bits():
         with np.errstate(all="ignore"):
             one = np.float32(fma_f32(a[lane], b[lane], c[lane]))
         assert one.view(np.uint32) == expected[lane].view(np.uint32) or (np.isnan(one) and nan[lane])
+
+
+def test_perm_b32_picks_bytes_signs_and_constants_per_lane():
+    a, b = (RNG.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    selector = RNG.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    selector[:16] = np.arange(16, dtype=np.uint32) * 0x01010101  # every selector value 0-15 once
+    body = """  v_perm_b32 v20, v10, v11, v12
+  s_mov_b32 s12, 0x0c080501
+  v_perm_b32 v21, v10, v11, s12"""
+    out = snippet(body, [a, b, selector], outputs=2)
+
+    def reference(s0, s1, sel):
+        pool = int(s0) << 32 | int(s1)
+        result = 0
+        for k in range(4):
+            code = int(sel) >> 8 * k & 0xFF
+            if code < 8:
+                byte = pool >> 8 * code & 0xFF
+            elif code < 12:
+                byte = 0xFF if pool >> 8 * (2 * (code - 8) + 1) + 7 & 1 else 0
+            else:
+                byte = 0 if code == 12 else 0xFF
+            result |= byte << 8 * k
+        return result
+    assert [int(x) for x in out[0]] == [reference(*lane) for lane in zip(a, b, selector)]
+    assert [int(x) for x in out[1]] == [reference(x, y, 0x0C080501) for x, y in zip(a, b)]
+
+
+def test_ldexp_f32_rounds_once_and_saturates_huge_exponents():
+    x = (RNG.standard_normal(64) * 2.0 ** RNG.integers(-60, 60, 64)).astype(np.float32)
+    e = RNG.integers(-200, 200, 64).astype(np.int32)
+    e[:6] = [2**31 - 1, -2**31, 300, -300, 129, -160]
+    out = as_f32(snippet("  v_ldexp_f32 v20, v10, v11", [x, e])[0])
+    for lane in range(64):
+        if e[lane] > 400:
+            expected = np.float32(np.copysign(np.inf, x[lane]))
+        elif e[lane] < -400:
+            expected = np.float32(np.copysign(0.0, x[lane]))
+        elif abs(Fraction(float(x[lane])) * Fraction(2) ** int(e[lane])) >= Fraction(2**128 - 2**103):
+            expected = np.float32(np.copysign(np.inf, x[lane]))
+        else:
+            expected = exact_fma(float(x[lane]), 2.0 ** int(e[lane]), 0.0)
+            expected = np.float32(np.copysign(expected, x[lane]))
+        assert out[lane].view(np.uint32) == expected.view(np.uint32), lane
