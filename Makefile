@@ -30,15 +30,15 @@ sandbox-tool: $(STAMP)
 # Two workers (pytest-xdist; the CI machine has 2 cores) and the 25 slowest tests at the end.
 PYTEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest -q -m "not gpu and not emulator_e2e" -n $(PYTEST_WORKERS) --durations=25
+	$(BIN)/python -m pytest -q -m "not gpu and not emulator_e2e" -n $(PYTEST_WORKERS) --dist loadgroup --durations=25
 
 # The edit loop: the suite less its slow tests (the README commands on a fresh clone among them).
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not gpu and not slow and not emulator_e2e" -n $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -q -m "not gpu and not slow and not emulator_e2e" -n $(PYTEST_WORKERS) --dist loadgroup
 
 # Whole HIP files (load_inline builds, the samples) on the gfx950 emulator: minutes each, kept out of make test.
 test-emulator: setup
-	$(BIN)/python -m pytest -q -m emulator_e2e -n $(PYTEST_WORKERS) --durations=10
+	$(BIN)/python -m pytest -q -m emulator_e2e -n $(PYTEST_WORKERS) --dist loadgroup --durations=10
 
 # Without a GPU: one line ("*** no GPU ...  Stop.") and exit 2, not a page of skips and fails.
 HAS_GPU = $(shell $(BIN)/python -c "import torch; print(int(torch.cuda.is_available()))" 2>/dev/null)

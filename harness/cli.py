@@ -80,13 +80,14 @@ def diff(a, b, source, device, mode, include_interpreter, as_json, fail_above, e
 
     from harness.results import diff as differ
     from harness import display
+    from harness.display import estimate as display_estimate
     from harness.results import estimates, records
 
     existing_ledger(ledger_file)
     console = display.console()
     if estimated:
         guess = estimates.compare(records.load(ledger_file), a, b)
-        display.print_estimate_diff(console, guess, estimates.verdict(guess))
+        display_estimate.print_estimate_diff(console, guess, estimates.verdict(guess))
         raise SystemExit(EXIT_PASSED)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -317,6 +318,7 @@ def estimate(submission, target, device, as_json, protection):
     import json
 
     from harness import display, submission as subs
+    from harness.display import estimate as display_estimate
     from harness.estimate import runner
     from harness.results import ledger
     from harness.run import session
@@ -332,7 +334,7 @@ def estimate(submission, target, device, as_json, protection):
     except OSError as error:
         raise session.ResultsError("the estimate could not be written to the ledger: "
                                    f"{ledger.why_unwritten(error)}") from None
-    click.echo(json.dumps(record, indent=2)) if as_json else display.print_estimate(console, result)
+    click.echo(json.dumps(record, indent=2)) if as_json else display_estimate.print_estimate(console, result)
     raise SystemExit(EXIT_FAILED if result.status == "fail" else EXIT_PASSED)
 
 

@@ -16,6 +16,9 @@ import torch
 import reference as ref
 from harness.run import accuracy
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("accuracy")
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "tests" / "samples"
 

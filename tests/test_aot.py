@@ -11,6 +11,9 @@ from harness import exits
 from harness.results import ledger
 import helpers
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("aot")
+
 REPO = Path(__file__).resolve().parent.parent
 KERNEL_200 = REPO / "submissions" / "200_triton_mxfp4.py"
 

@@ -16,6 +16,9 @@ from harness.estimate import model as cost
 from harness.results import estimates, ledger, records, scoreboard
 from harness.run import recording
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("estimate")
+
 SAMPLES = Path(__file__).parent / "samples"
 ESTIMATE_SAMPLES = SAMPLES / "aiter"
 SMALL = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}
@@ -137,12 +140,12 @@ def test_the_samples_get_estimates_with_breakdowns(sample_estimates):
 def test_the_breakdown_shows_count_times_each_and_the_total_of_each_shape(sample_estimates):
     from rich.console import Console
 
-    from harness import display
+    from harness.display import estimate as display_estimate
     from harness.results.figures import format_model_us
 
     result = sample_estimates["persistent_a8w8"]
     out = Console(width=300, record=True, no_color=True)
-    ((table, below),) = display.estimate_breakdown(result, out.width)
+    ((table, below),) = display_estimate.estimate_breakdown(result, out.width)
     out.print(table)
     rows = {line.split("│")[2].strip(): line.split("│")[3:-2] for line in out.export_text().splitlines()
             if line.count("│") > 3}

@@ -15,6 +15,9 @@ from harness.checks import hip_hazards
 from harness.compile.hip import source as hip_source
 from harness.compile.hip import toolchain as hip_toolchain
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("hip_compile")
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "tests" / "samples" / "hip"
 SUB_013 = REPO / "submissions" / "013_hip_mxfp4_fused.py"

@@ -14,6 +14,9 @@ import torch
 import reference as ref
 from kernel_loading import load_file, run_interpreted
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("kernel_201")
+
 REPO = Path(__file__).resolve().parent.parent
 KERNEL_FILE = next((REPO / "submissions").glob("201_*.py"))
 INTERPRETED_CHECKS = Path(__file__).resolve().parent / "kernel_checks" / "interpret_201.py"

@@ -7,11 +7,15 @@ import os
 import pytest
 from rich.console import Console
 
-from harness import display, platform as platforms, submission as subs
+from harness import platform as platforms, submission as subs
+from harness.display import estimate as display_estimate
 from harness.compile import aot, loops
 from harness.estimate import calibration as calib
 from harness.estimate import fit, gfx950_kernels, kernel_model, runner
 from harness.estimate import model as cost
+
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("kernel_model")
 
 SUBMISSION_201 = subs.resolve("201").path
 KV_FP8_BYTES_PER_TOKEN = 576
@@ -138,7 +142,7 @@ def test_estimate_of_201_prices_its_triton_kernel_with_the_gfx950_compile():
     lines = record["estimate"]["shapes"][0]["breakdown"]
     assert any("kernel model, uncalibrated: gfx950 compile" in line["basis"] for line in lines)
     console = Console(record=True, width=240)
-    display.print_estimate(console, result)
+    display_estimate.print_estimate(console, result)
     text = console.export_text()
     assert "kernel model, uncalibrated" in text and "gfx950 default: fp8 P.V, split partials" in text
 

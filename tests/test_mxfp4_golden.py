@@ -14,6 +14,9 @@ import torch
 
 import reference as ref
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("mxfp4_golden")
+
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "mxfp4_golden.npz"
 PINNED_FP4_UTILS_SHA256 = "488b2250bac5a4f498e4a53e9f4914c26eea74b5683951a7e09130f920c7ab88"
 

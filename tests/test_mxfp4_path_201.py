@@ -12,6 +12,9 @@ import pytest
 
 from kernel_loading import run_interpreted
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("mxfp4_path_201")
+
 CHECKS = Path(__file__).resolve().parent / "kernel_checks" / "interpret_201_mxfp4.py"
 KERNEL_FILE = next((Path(__file__).resolve().parent.parent / "submissions").glob("201_*.py"))
 

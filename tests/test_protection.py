@@ -14,6 +14,9 @@ from harness.sandbox import bwrap
 from helpers import copy_of_repository
 from test_sandbox import HOSTILE, expected_verdicts
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("protection")
+
 SAMPLE = HOSTILE / "writes_at_compile.py"
 KINDS = ["files"] + ([] if bwrap.why_not() else ["sandbox"])
 

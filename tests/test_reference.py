@@ -7,6 +7,9 @@ import torch
 
 import reference as ref
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("reference")
+
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 
 

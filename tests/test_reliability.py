@@ -17,6 +17,9 @@ import pytest
 
 from harness.results import ledger
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("reliability")
+
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "samples" / "bad"
 SHORT_TIMEOUT_S = 3  # the --timeout for the files that hang or sleep

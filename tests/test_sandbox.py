@@ -18,6 +18,9 @@ from helpers import HARNESS, copy_of_repository
 from harness.results import ledger
 from harness.sandbox import bwrap, filecheck, guard, procs
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("sandbox")
+
 REPO = paths.REPO_ROOT
 HOSTILE = REPO / "tests" / "samples" / "hostile"
 WRONG_SHAPE = "tests/samples/bad/wrong_shape.py"

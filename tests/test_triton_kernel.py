@@ -13,6 +13,9 @@ import torch
 import reference as ref
 from kernel_loading import load_file, run_interpreted
 
+# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("triton_kernel")
+
 REPO = Path(__file__).resolve().parent.parent
 KERNEL_FILE = REPO / "submissions" / "200_triton_mxfp4.py"
 INTERPRETED_CHECKS = Path(__file__).resolve().parent / "kernel_checks" / "interpret_200.py"

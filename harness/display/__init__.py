@@ -12,7 +12,7 @@ from harness import paths
 from harness.fitted_table import FitColumn, Steps as PlainSteps, console, fit, print_fitted  # noqa: F401 (cli's)
 from harness.platform import AITER_STANDIN_MARK, emulator_status
 from harness.run import protocol
-from harness.results.figures import format_model_band, format_model_us, format_us, geomean
+from harness.results.figures import format_us, geomean
 from harness.results.records import shape_label
 
 STATUS_COLOUR = {"pass": "green", "fail": "red", "error": "red", "timeout": "red", "rejected": "red",
@@ -325,117 +325,6 @@ def print_hip_report(console, report) -> None:
         console.print(report.diagnostics[:3000], markup=False, highlight=False, soft_wrap=True)
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/]")
-
-
-def estimate_table(result) -> Table:
-    """One row per official shape: the MI355X estimate in benchmark and ranked mode, with bands (harness estimate)."""
-    table = Table(title=escape(f"{result.submission.label}: MI355X estimate (cost model, not a measurement; "
-                               f"recorded on {result.platform.describe()}"
-                               + ("; official shapes scaled from shorter KV" if not result.platform.is_gpu else "")
-                               + ")"))
-    for column in ("shape", "benchmark µs", "band", "ranked µs", "band", "recorded at kv", "note"):
-        table.add_column(column, justify="right" if "µs" in column else "left")
-    for shape in result.shapes:
-        e = shape.estimate
-        if e is None:
-            continue
-        table.add_row(short_spec(shape.spec), format_model_us(e.us), format_model_band(e.low_us, e.high_us),
-                      format_model_us(e.ranked_us), format_model_band(e.ranked_low_us, e.ranked_high_us),
-                      ", ".join(map(str, shape.recorded_kv)),
-                      escape(shape.note))
-    return table
-
-
-def priced_cell(priced) -> str:
-    """'6 × 2.27 = 13.6': a launch's count, the price of each and their total (µs)."""
-    count, total = priced.launch.count, format_model_us(priced.us)
-    return f"{count} × {priced.us / count:.3g} = {total}" if count > 1 else total
-
-
-BREAKDOWN_TITLE = ("breakdown: what each call launches, µs (count × each = total; each column adds up to the "
-                   "benchmark estimate)")
-
-
-def breakdown_rows(result, shapes: list) -> list[list[str]]:
-    """[kind, what, one cell per shape, basis] per launch, then the total row (the benchmark estimate)."""
-    rows: dict = {}
-    for index, shape in enumerate(shapes):
-        for priced in shape.estimate.priced:
-            key = (priced.launch.kind, priced.launch.name)
-            row = rows.setdefault(key, [key[0], escape(key[1])] + [""] * len(shapes) + [escape(priced.basis)])
-            row[2 + index] = priced_cell(priced)
-    total = ["total", "benchmark estimate"] + [format_model_us(shape.estimate.us) for shape in shapes] + [""]
-    return list(rows.values()) + [total]
-
-
-def estimate_breakdown(result, width: int = 10_000) -> list[tuple[Table, list[str]]]:
-    """Which launches each shape makes and what each costs, one column per shape; the last row, the sum of the
-    column, is the shape's benchmark-mode estimate. Narrow screens get the shapes in several tables, the basis
-    below them, so that no figure is cut."""
-    shapes = [shape for shape in result.shapes if shape.estimate is not None]
-    rows = breakdown_rows(result, shapes)
-    headers = [f"{shape.spec['batchsize']}×{shape.spec['kvseqlen']}" for shape in shapes]
-    room = [max(len(cell) for cell in [headers[i]] + [row[2 + i] for row in rows]) + 3 for i in range(len(shapes))]
-    count = 1  # tables; kind and what keep 32 columns
-    while count < len(shapes) and max(sum(room[i:i + -(-len(shapes) // count)])
-                                      for i in range(len(shapes))) + 32 > width:
-        count += 1
-    per_table = -(-len(shapes) // count)
-    tables = []
-    for first in range(0, len(shapes), per_table):
-        chosen = range(first, min(first + per_table, len(shapes)))
-        columns = ([FitColumn("kind", room=6), FitColumn("what", room=20)]
-                   + [FitColumn(headers[i], figure=True, justify="right") for i in chosen]
-                   + [FitColumn("basis", below=0)])
-        cut = [row[:2] + [row[2 + i] for i in chosen] + row[-1:] for row in rows]
-        tables.append(fit(width, columns, cut, key=1, title=BREAKDOWN_TITLE if first == 0 else None))
-    return tables
-
-
-def print_estimate(console, result) -> None:
-    if result.refusal:
-        console.print(escape(f"{result.submission.label}: no MI355X estimate: {result.refusal}"), highlight=False)
-        return
-    console.print(estimate_table(result))
-    tables = estimate_breakdown(result, console.width)
-    for table, _ in tables[:-1]:
-        console.print(table)
-    print_fitted(console, *tables[-1])  # the basis lines, once: each table has the same rows
-    figures = result.geomeans()
-    lowest, highest = result.model.errors
-    console.print(escape(
-        f"{result.submission.label}: MI355X estimate, geomean {format_model_us(figures['us'])} µs in benchmark "
-        f"mode (band {format_model_band(figures['low_us'], figures['high_us'])}), "
-        f"{format_model_us(figures['ranked_us'])} µs in ranked mode "
-        f"(band {format_model_band(figures['ranked_low_us'], figures['ranked_high_us'])}). A model's estimate, not a "
-        f"measurement: the band covers the leave-one-out errors of its calibration figures ({lowest:+.1%} to "
-        f"{highest:+.1%}), widened by what has no figure."), highlight=False)
-    widened: dict = {}
-    for shape in (s for s in result.shapes if s.estimate):
-        for priced in (p for p in shape.estimate.priced if not p.calibrated):
-            widened.setdefault(priced.basis, set()).add(priced.launch.name)
-    for basis, names in sorted(widened.items()):
-        console.print(escape(f"widened by {', '.join(sorted(names))}: {basis}"), highlight=False)
-    for warning in result.warnings:
-        console.print(escape(f"warning: {warning}"), highlight=False)
-
-
-def estimate_diff_table(comparison) -> Table:
-    """`harness diff --estimate A B`: the two estimates per shape and their geomeans, with bands."""
-    a, b = comparison.a_record["submission"]["path"], comparison.b_record["submission"]["path"]
-    table = Table(title=escape(f"MI355X estimates (cost model, not measurements): {Path(a).stem} vs {Path(b).stem}"))
-    for column in ("shape", "A µs", "A band", "B µs", "B band", "A / B"):
-        table.add_column(column, justify="left" if column == "shape" else "right")
-    rows = list(comparison.shapes) + [("geomean", comparison.a_geomean, comparison.b_geomean)]
-    for name, fa, fb in rows:
-        table.add_row(name, format_model_us(fa["us"]), format_model_band(fa["low_us"], fa["high_us"]), format_model_us(fb["us"]),
-                      format_model_band(fb["low_us"], fb["high_us"]), f"{fa['us'] / fb['us']:.2f}×")
-    return table
-
-
-def print_estimate_diff(console, comparison, verdict: str) -> None:
-    console.print(estimate_diff_table(comparison))
-    console.print(escape(verdict), highlight=False)
 
 
 def _speedup_text(value: float) -> str:
