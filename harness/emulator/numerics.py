@@ -97,10 +97,8 @@ def fma_f32(a, b, c) -> np.ndarray:
     """a*b+c rounded once to float32. The product is exact in float64. A float64 sum can round
     twice wrongly only where it lands on a float32 tie, whose low 28 mantissa bits are clear;
     without such a lane the plain conversion is the correctly rounded result."""
-    a = np.asarray(a, np.float32).astype(np.float64)
-    b = np.asarray(b, np.float32).astype(np.float64)
-    c = np.asarray(c, np.float32).astype(np.float64)
-    product = a * b  # run_kernel runs under np.errstate(all="ignore")
+    a, b, c = np.asarray(a, np.float32), np.asarray(b, np.float32), np.asarray(c, np.float32)
+    product = np.multiply(a, b, dtype=np.float64)  # run_kernel runs under np.errstate(all="ignore")
     total = product + c
     if not ((total.view(np.uint64) & LOW28) == 0).any():
         return total.astype(np.float32)
@@ -110,15 +108,14 @@ def fma_f32(a, b, c) -> np.ndarray:
 def rounded_to_odd(product, c, total):
     """The float64 sum made round-to-odd (TwoSum's error nudges an inexact even result by one
     ulp): round-to-odd at 53 bits then rounding to 24 bits is the correctly rounded result."""
-    with np.errstate(all="ignore"):
-        back = total - product
-        error = (product - (total - back)) + (c - back)
-        if not error.any():  # every sum exact (decoded codes times scales often are)
-            return total
-        even = (total.view(np.uint64) & np.uint64(1)) == 0
-        nudge = np.isfinite(total) & (error != 0) & even
-        toward = np.where(error > 0, np.inf, -np.inf)
-        return np.where(nudge, np.nextafter(total, toward), total)
+    back = total - product
+    error = (product - (total - back)) + (c - back)
+    if not error.any():  # every sum exact (decoded codes times scales often are)
+        return total
+    even = (total.view(np.uint64) & np.uint64(1)) == 0
+    nudge = np.isfinite(total) & (error != 0) & even
+    toward = np.where(error > 0, np.inf, -np.inf)
+    return np.where(nudge, np.nextafter(total, toward), total)
 
 
 def fma_f64(a, b, c) -> np.ndarray:
