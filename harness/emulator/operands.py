@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import NotEmulated
-from .wave import EXEC, FULL, M0, VCC, VGPR_FILE, lane_mask, lanes64, mask_bits
+from .wave import EXEC, FULL, M0, MASK_CACHE, VCC, VGPR_FILE, lane_mask, lanes64, mask_bits
 
 REGISTER = re.compile(r"^([vsa])(\d+)$|^([vsa])\[(\d+):(\d+)\]$|^ttmp(\d+)$|^ttmp\[(\d+):(\d+)\]$")
 NAMED = {"vcc": (VCC, 2), "vcc_lo": (VCC, 1), "vcc_hi": (VCC + 1, 1), "exec": (EXEC, 2),
@@ -276,4 +276,9 @@ def lane_mask_reader(operand: Operand):
         bits = operand.value & MASKS[64]
         return lambda w: lane_mask(bits)
     index = operand.index
-    return lambda w: lane_mask(w.s[index] | w.s[index + 1] << 32)
+
+    def read(w):
+        bits = w.s[index] | w.s[index + 1] << 32
+        mask = MASK_CACHE.get(bits)
+        return lane_mask(bits) if mask is None else mask
+    return read

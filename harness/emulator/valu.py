@@ -65,8 +65,8 @@ def typed_reader(operand, kind: str, high: bool = False, width: int | None = Non
         value.flags.writeable = False
         return lambda w: value
     if operand.kind == "v" and bits == 32 and width == 32 and not (operand.neg or operand.abs):
-        row, dtype = operand.index, VIEW.get(kind, np.uint32)
-        return lambda w: w.v[row].view(dtype)
+        row, dtype = operand.index, np.dtype(VIEW.get(kind, np.uint32))
+        return lambda w: w.views[dtype][row]  # the register file seen as that type
     return lambda w: typed(read(w), kind, high)
 
 

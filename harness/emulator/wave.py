@@ -50,6 +50,7 @@ class Wave:
         self.s = [0] * SGPR_FILE
         self.scc = 0
         self.v = np.zeros((vgpr_rows, LANES), np.uint32)
+        self.views = {np.dtype(t): self.v.view(t) for t in (np.float32, np.int32, np.uint32)}
         self.done = False
         self.at_barrier = False
         self.progress = 0
