@@ -4,7 +4,7 @@ import numpy as np
 
 from .errors import NotEmulated
 from .numerics import fma_f32
-from .operands import parse, vector_reader, vector_writer, write_pair
+from .operands import parse, vector_reader, vector_writer, write_pair, write_rows
 from .valu import applied, bits, raw_of, typed
 
 HALF_OPS = {
@@ -20,6 +20,7 @@ HALF_OPS = {
     "pk_lshrrev_b16": ("u16", 2, lambda s, a: a >> (s & np.uint16(15))),
     "pk_ashrrev_i16": ("i16", 2, lambda s, a: a >> (s.view(np.uint16) & np.uint16(15)).astype(np.int16)),
 }
+F32 = np.dtype(np.float32)
 WIDE_OPS = {"pk_fma_f32": (3, fma_f32), "pk_mul_f32": (2, np.multiply), "pk_add_f32": (2, np.add),
             "pk_mov_b32": (2, None)}
 
@@ -71,6 +72,18 @@ def dword_reader(operand, high: int, negated: bool, floating: bool):
     return lambda w: value
 
 
+def pair_reader(operand, low: int, high: int, negated: bool):
+    """fn(wave) -> float32 [2, 64] (a constant: [2, 1]): the dwords feeding both results."""
+    if operand.kind == "v":
+        first, second = operand.index + low, operand.index + high
+        rows = slice(first, first + 2) if second == first + 1 else [first, second]
+        if negated:
+            return lambda w: -w.views[F32][rows]
+        return lambda w: w.views[F32][rows]
+    value = np.stack([dword_reader(operand, half, negated, True)(None) for half in (low, high)])[:, None]
+    return lambda w: value
+
+
 def wide_op(ins, name):
     """pk_*_f32: each source is a register pair; op_sel picks the dword feeding the low result,
     op_sel_hi the one feeding the high result."""
@@ -112,6 +125,9 @@ def wide_rows(ins, ops, count, fn):
         low, high = dword_reader(ops[1], sel[0], False, False), dword_reader(ops[2], sel[1], False, False)
         return lambda w: write_pair(w, row, low(w), high(w).copy())  # src1 may be the row written first
     sources = ops[1:1 + count]
+    if neg_lo == neg_hi:  # both results in one call on [2, 64] (the usual case)
+        both = applied(fn, [pair_reader(op, sel[i], sel_hi[i], neg_lo[i]) for i, op in enumerate(sources)])
+        return lambda w: write_rows(w, row, np.asarray(both(w), np.float32).view(np.uint32))
     low = applied(fn, [dword_reader(op, sel[i], neg_lo[i], True) for i, op in enumerate(sources)])
     high = applied(fn, [dword_reader(op, sel_hi[i], neg_hi[i], True) for i, op in enumerate(sources)])
 

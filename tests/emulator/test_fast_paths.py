@@ -24,14 +24,19 @@ def test_packed_f32_ops_follow_op_sel_and_neg():
     x = floats()
     body = """  v_pk_mul_f32 v[20:21], v[10:11], v[12:13] op_sel:[1,0] op_sel_hi:[0,1]
   v_pk_fma_f32 v[22:23], v[10:11], v[12:13], v[14:15] neg_lo:[1,0,0] neg_hi:[0,0,1]
-  v_pk_add_f32 v[24:25], v[10:11], 1.0"""
-    out = as_f32(snippet(body, x, outputs=6))
+  v_pk_add_f32 v[24:25], v[10:11], 1.0
+  v_pk_fma_f32 v[26:27], v[10:11], v[12:13], v[14:15] op_sel:[0,1,0] op_sel_hi:[1,0,1] neg_lo:[0,1,0] neg_hi:[0,1,0]"""
+    out = as_f32(snippet(body, x, outputs=8))
     assert np.array_equal(out[0], x[1] * x[2]) and np.array_equal(out[1], x[0] * x[3])
     low = [exact_fma(-float(a), float(b), float(c)) for a, b, c in zip(x[0], x[2], x[4])]
     high = [exact_fma(float(a), float(b), -float(c)) for a, b, c in zip(x[1], x[3], x[5])]
     assert np.array_equal(out[2].view(np.uint32), np.array(low, np.float32).view(np.uint32))
     assert np.array_equal(out[3].view(np.uint32), np.array(high, np.float32).view(np.uint32))
     assert np.array_equal(out[4], x[0] + np.float32(1)) and np.array_equal(out[5], x[1] + np.float32(1))
+    low = [exact_fma(float(a), -float(b), float(c)) for a, b, c in zip(x[0], x[3], x[4])]
+    high = [exact_fma(float(a), -float(b), float(c)) for a, b, c in zip(x[1], x[2], x[5])]
+    assert np.array_equal(out[6].view(np.uint32), np.array(low, np.float32).view(np.uint32))
+    assert np.array_equal(out[7].view(np.uint32), np.array(high, np.float32).view(np.uint32))
 
 
 def test_packed_mov_reads_before_it_writes_and_keeps_inactive_lanes():
