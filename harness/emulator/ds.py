@@ -2,7 +2,7 @@
 import numpy as np
 
 from .errors import NotEmulated
-from .operands import parse, vector_reader, write_rows
+from .operands import ALL_LANES, active_lanes, parse, vector_reader, write_rows
 from .wave import lanes64
 
 SIZES = {"b8": 1, "u8": 1, "i8": 1, "b16": 2, "u16": 2, "i16": 2, "b32": 4, "b64": 8,
@@ -17,6 +17,8 @@ def rows_to_bytes(w, index: int, count: int, lanes) -> np.ndarray:
 
 def bytes_to_rows(data: np.ndarray, lanes, count: int) -> np.ndarray:
     """Bytes [n, 4*count] back to rows [count, 64] (inactive lanes 0, masked when written)."""
+    if lanes is ALL_LANES:  # every lane: a view, copied when written
+        return np.ascontiguousarray(data).view(np.uint32).reshape(64, count).T
     rows = np.zeros((count, 64), np.uint32)
     rows[:, lanes] = np.ascontiguousarray(data).view(np.uint32).reshape(-1, count).T
     return rows
@@ -55,7 +57,7 @@ def ds_read(ins, name):
     high = name.endswith("_hi")
 
     def run(w):
-        lanes = w.exec_mask()
+        lanes = active_lanes(w)
         data = w.lds.read(w.index, base(w, lanes), size)
         count_bytes(w, "lds_read", data.size)
         if size >= 4:
@@ -79,7 +81,7 @@ def ds_write(ins, name):
     high = name.endswith("_d16_hi")
 
     def run(w):
-        lanes = w.exec_mask()
+        lanes = active_lanes(w)
         data = rows_to_bytes(w, source.index, max(size // 4, 1), lanes)
         if size < 4:
             data = data[:, 2:2 + size] if high else data[:, :size]
@@ -103,7 +105,7 @@ def ds_pair(ins, name, reading: bool):
         sources = [parse(ins.operands[1]), parse(ins.operands[2])]
 
     def run(w):
-        lanes = w.exec_mask()
+        lanes = active_lanes(w)
         address = lanes64(read_address(w))[lanes].astype(np.int64)
         if reading:
             parts = [w.lds.read(w.index, address + off, size) for off in offsets]

@@ -7,6 +7,7 @@ from .errors import EmulationFault
 
 LDS_BYTES = 160 * 1024
 MANY = -2
+BYTES = [np.arange(n) for n in range(65)]  # the byte offsets of an n-byte access
 
 
 class LDS:
@@ -22,11 +23,13 @@ class LDS:
 
     def span(self, addresses: np.ndarray, nbytes: int, what: str) -> np.ndarray:
         addresses = addresses.astype(np.int64)
-        if len(addresses) and (addresses.min() < 0 or addresses.max() + nbytes > self.size):
+        limit = self.size - nbytes  # as uint64 a negative address is past any limit: one test
+        if limit < 0 or (addresses.view(np.uint64) > np.uint64(limit)).any():
             bad = int(addresses.max() + nbytes - 1 if addresses.max() + nbytes > self.size else addresses.min())
             raise EmulationFault("lds out of bounds",
                                  f"{what} at LDS byte {bad}, the workgroup has {self.size} bytes")
-        return addresses[:, None] + np.arange(nbytes) if nbytes > 1 else addresses[:, None]
+        offsets = BYTES[nbytes] if nbytes < len(BYTES) else np.arange(nbytes)
+        return addresses[:, None] + offsets if nbytes > 1 else addresses[:, None]
 
     def read(self, wave: int, addresses: np.ndarray, nbytes: int, atomic: bool = False) -> np.ndarray:
         index = self.span(addresses, nbytes, "read")
@@ -44,18 +47,18 @@ class LDS:
         flat = index.ravel()
         mine = ((self.epoch + 1) << 16) | (wave + 1)
         current = (self.epoch + 1) << 16
+        # no tag is newer than this epoch: ">= current" is "touched in this epoch"
         written = self.written[flat]
-        clash = ((written & ~0xFFFF) == current) & (written != mine)
+        clash = (written >= current) & (written != mine)
+        read_by = self.read_by[flat]
         if writing:
-            read_by = self.read_by[flat]
-            clash |= ((read_by & ~0xFFFF) == current) & (read_by != mine)
+            clash |= (read_by >= current) & (read_by != mine)
         if clash.any():
             self.report(wave, flat, clash, writing)
         if writing:
             self.written[flat] = mine
             return
-        old = self.read_by[flat]
-        shared = ((old & ~0xFFFF) == current) & (old != mine)
+        shared = (read_by >= current) & (read_by != mine)
         self.read_by[flat] = np.where(shared, current | (MANY & 0xFFFF), mine)
 
     def report(self, wave, flat, clash, writing):

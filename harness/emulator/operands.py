@@ -195,6 +195,14 @@ def full_exec(w) -> bool:
     return w.s[EXEC] == FULL and w.s[EXEC + 1] == FULL
 
 
+ALL_LANES = slice(None)
+
+
+def active_lanes(w):
+    """An index of the lanes under EXEC: a slice when all are (cheaper than a boolean mask)."""
+    return ALL_LANES if full_exec(w) else w.exec_mask()
+
+
 def write_rows(w, index: int, rows, mask=None) -> None:
     """Writes rows [n, 64] (or one row) into VGPRs from index, lanes under EXEC (or mask)."""
     target = w.v[index:index + len(rows)] if rows.ndim == 2 else w.v[index]

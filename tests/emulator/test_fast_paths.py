@@ -3,7 +3,9 @@ lane masks) against independent numpy and Python computations, under full and pa
 from fractions import Fraction
 
 import numpy as np
+import pytest
 
+from harness.emulator.errors import EmulationFault
 from harness.emulator.numerics import fma_f32
 from harness.emulator.wave import mask_bits
 
@@ -176,3 +178,17 @@ def test_ldexp_f32_rounds_once_and_saturates_huge_exponents():
             expected = exact_fma(float(x[lane]), 2.0 ** int(e[lane]), 0.0)
             expected = np.float32(np.copysign(expected, x[lane]))
         assert out[lane].view(np.uint32) == expected.view(np.uint32), lane
+
+
+def test_lds_accesses_past_the_end_fail_and_the_last_bytes_do_not():
+    body = """  v_mov_b32 v2, 0xf8
+  v_mov_b32 v3, 0xfc
+  ds_write_b64 v2, v[10:11]
+  ds_read_b64 v[20:21], v2
+  ds_read_b64 v[22:23], v3"""
+    x = floats(2)
+    with pytest.raises(EmulationFault) as caught:
+        snippet(body, x, outputs=2, lds=256)
+    assert caught.value.kind == "lds out of bounds" and "LDS byte 259" in str(caught.value)
+    out = snippet(body.rsplit("\n", 1)[0], x, outputs=2, lds=256)
+    assert len(set(out[0])) == 1 and out[0][0] in x[0].view(np.uint32)  # one lane's write won
