@@ -6,7 +6,7 @@ from .numerics import BF8_E5M2, FP8_E4M3, encode_minifloat, fma_f32
 from .operands import (lane_mask_reader, lane_mask_writer, parse, scalar_reader, scalar_writer,
                        vector_reader, vector_writer)
 from .valu import bits, op_sel, typed, typed_reader
-from .wave import lanes64
+from .wave import EXEC, FULL, MASK_CACHE, lanes64
 
 LANE = np.arange(64, dtype=np.uint64)
 BELOW = (np.uint64(1) << LANE) - np.uint64(1)
@@ -19,10 +19,23 @@ def operands_of(ins):
 
 def cndmask(ins):
     ops = operands_of(ins)
-    select = lane_mask_reader(ops[3]) if len(ops) == 4 else lane_mask_reader(parse("vcc"))
+    select = ops[3] if len(ops) == 4 else parse("vcc")
+    read_select = lane_mask_reader(select)
     a, b = typed_reader(ops[1], "u32", is_float=True), typed_reader(ops[2], "u32", is_float=True)
     write = vector_writer(ops[0])
-    return lambda w: write(w, np.where(select(w), b(w), a(w)))
+    if select.kind != "s" or ops[0].kind != "v":
+        return lambda w: write(w, np.where(read_select(w), b(w), a(w)))
+    index, row = select.index, ops[0].index
+
+    def run(w):  # the usual case inline: a mask seen before, EXEC all ones
+        s = w.s
+        mask = MASK_CACHE.get(s[index] | s[index + 1] << 32)
+        result = np.where(read_select(w) if mask is None else mask, b(w), a(w))
+        if s[EXEC] == FULL and s[EXEC + 1] == FULL:
+            w.v[row][...] = result
+        else:
+            write(w, result)
+    return run
 
 
 def carry_op(kind: str, carry_in: bool):

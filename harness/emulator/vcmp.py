@@ -4,7 +4,7 @@ import numpy as np
 from .errors import NotEmulated
 from .operands import EXEC, lane_mask_writer, parse
 from .valu import WIDTH, typed_reader
-from .wave import FULL, lanes64, mask_bits
+from .wave import BITS_CACHE, FULL, LANES, lanes64, mask_bits
 
 FLOAT_TESTS = {
     "f": lambda a, b: np.zeros(np.broadcast(a, b).shape, bool), "lt": np.less, "eq": np.equal,
@@ -70,6 +70,8 @@ def build(ins, name: str):
     else:
         read_b = typed_reader(b_op, kind, width=16 if width == 16 else width)
     write = lane_mask_writer(destination)
+    if not writes_exec and destination.kind == "s" and destination.count == 2:
+        return compare_to_pair(test, read_a, read_b, destination.index, write)
     if not writes_exec:
         return lambda w: write(w, test(read_a(w), read_b(w)))  # run_kernel ignores fp errors
 
@@ -80,4 +82,18 @@ def build(ins, name: str):
         bits = mask_bits(lanes)
         write(w, lanes)
         w.s[EXEC], w.s[EXEC + 1] = bits & 0xFFFFFFFF, bits >> 32
+    return run
+
+
+def compare_to_pair(test, read_a, read_b, index, write):
+    """v_cmp into an SGPR pair, the usual case inline: EXEC all ones, a lane mask seen before."""
+    def run(w):
+        lanes = test(read_a(w), read_b(w))  # run_kernel ignores fp errors
+        s = w.s
+        if s[EXEC] == FULL and s[EXEC + 1] == FULL and lanes.size == LANES:
+            bits = BITS_CACHE.get(lanes.tobytes())
+            if bits is not None:
+                s[index], s[index + 1] = bits & FULL, bits >> 32
+                return
+        write(w, lanes)
     return run
