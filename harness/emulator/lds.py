@@ -24,7 +24,7 @@ class LDS:
     def span(self, addresses: np.ndarray, nbytes: int, what: str) -> np.ndarray:
         addresses = addresses.astype(np.int64)
         limit = self.size - nbytes  # as uint64 a negative address is past any limit: one test
-        if limit < 0 or (addresses.view(np.uint64) > np.uint64(limit)).any():
+        if limit < 0 or np.count_nonzero(addresses.view(np.uint64) > np.uint64(limit)):
             bad = int(addresses.max() + nbytes - 1 if addresses.max() + nbytes > self.size else addresses.min())
             raise EmulationFault("lds out of bounds",
                                  f"{what} at LDS byte {bad}, the workgroup has {self.size} bytes")
@@ -53,7 +53,7 @@ class LDS:
         read_by = self.read_by[flat]
         if writing:
             clash |= (read_by >= current) & (read_by != mine)
-        if clash.any():
+        if np.count_nonzero(clash):
             self.report(wave, flat, clash, writing)
         if writing:
             self.written[flat] = mine

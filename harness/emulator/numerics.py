@@ -100,7 +100,7 @@ def fma_f32(a, b, c) -> np.ndarray:
     a, b, c = np.asarray(a, np.float32), np.asarray(b, np.float32), np.asarray(c, np.float32)
     product = np.multiply(a, b, dtype=np.float64)  # run_kernel runs under np.errstate(all="ignore")
     total = product + c
-    if not ((total.view(np.uint64) & LOW28) == 0).any():
+    if np.count_nonzero(total.view(np.uint64) & LOW28) == total.size:  # no lane can be a tie
         return total.astype(np.float32)
     return rounded_to_odd(product, c, total).astype(np.float32)
 
@@ -110,7 +110,7 @@ def rounded_to_odd(product, c, total):
     ulp): round-to-odd at 53 bits then rounding to 24 bits is the correctly rounded result."""
     back = total - product
     error = (product - (total - back)) + (c - back)
-    if not error.any():  # every sum exact (decoded codes times scales often are)
+    if not np.count_nonzero(error):  # every sum exact (decoded codes times scales often are)
         return total
     even = (total.view(np.uint64) & np.uint64(1)) == 0
     nudge = np.isfinite(total) & (error != 0) & even
