@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import NotEmulated
-from .wave import EXEC, FULL, M0, MASK_CACHE, VCC, VGPR_FILE, lane_mask, lanes64, mask_bits
+from .wave import EXEC, FULL, LANES, M0, MASK_CACHE, VCC, VGPR_FILE, lane_mask, lanes64, mask_bits
 
 REGISTER = re.compile(r"^([vsa])(\d+)$|^([vsa])\[(\d+):(\d+)\]$|^ttmp(\d+)$|^ttmp\[(\d+):(\d+)\]$")
 NAMED = {"vcc": (VCC, 2), "vcc_lo": (VCC, 1), "vcc_hi": (VCC + 1, 1), "exec": (EXEC, 2),
@@ -137,8 +137,8 @@ def plain_vector_reader(operand: Operand, width: int, is_float: bool):
         value = np.uint64(bits) if width == 64 else np.uint32(bits)
         return lambda w: value
     if width == 64:
-        if kind == "v":
-            return lambda w: w.v[index].astype(np.uint64) | w.v[index + 1].astype(np.uint64) << np.uint64(32)
+        if kind == "v":  # the pair's two rows side by side are the lanes' 64-bit values
+            return lambda w: np.ascontiguousarray(w.v[index:index + 2].T).view(np.uint64)[:, 0]
         if kind == "s":
             return lambda w: np.uint64(w.s[index] | w.s[index + 1] << 32)
     elif kind == "v":
@@ -233,9 +233,8 @@ def vector_writer(operand: Operand, width: int = 32):
     index = operand.index
     if width == 64:
         def write64(w, raw, mask=None):
-            raw = lanes64(np.asarray(raw, np.uint64))
-            write_rows(w, index, np.stack([(raw & np.uint64(0xFFFFFFFF)).astype(np.uint32),
-                                           (raw >> np.uint64(32)).astype(np.uint32)]), mask)
+            raw = np.ascontiguousarray(lanes64(np.asarray(raw, np.uint64)))
+            write_rows(w, index, raw.view(np.uint32).reshape(LANES, 2).T, mask)  # low dword first
         return write64
 
     def write32(w, raw, mask=None):
