@@ -26,6 +26,16 @@ def cndmask(ins):
     if select.kind != "s" or ops[0].kind != "v":
         return lambda w: write(w, np.where(read_select(w), b(w), a(w)))
     index, row = select.index, ops[0].index
+    plain = not (ops[1].neg or ops[1].abs)
+    if plain and ops[1].kind == "v" and ops[1].index == row:  # v = mask ? b : v, a select chain
+        def select_into(w):
+            s = w.s
+            mask = MASK_CACHE.get(s[index] | s[index + 1] << 32)
+            mask = read_select(w) if mask is None else mask
+            if s[EXEC] != FULL or s[EXEC + 1] != FULL:
+                mask = mask & w.exec_mask()
+            np.copyto(w.v[row], b(w), where=mask)
+        return select_into
 
     def run(w):  # the usual case inline: a mask seen before, EXEC all ones
         s = w.s

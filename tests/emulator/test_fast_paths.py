@@ -192,3 +192,21 @@ def test_lds_accesses_past_the_end_fail_and_the_last_bytes_do_not():
     assert caught.value.kind == "lds out of bounds" and "LDS byte 259" in str(caught.value)
     out = snippet(body.rsplit("\n", 1)[0], x, outputs=2, lds=256)
     assert len(set(out[0])) == 1 and out[0][0] in x[0].view(np.uint32)  # one lane's write won
+
+
+def test_select_chains_into_their_own_register_under_full_and_partial_exec():
+    a, b = floats(2)
+    index = (np.arange(64) % 5).astype(np.uint32)
+    body = """  v_mov_b32 v20, v10
+  v_mov_b32 v21, v10
+  v_cmp_eq_u32_e64 s[6:7], 1, v12
+  v_cndmask_b32_e64 v20, v20, v11, s[6:7]
+  v_cmp_eq_u32_e64 s[6:7], 2, v12
+  v_cndmask_b32_e64 v20, v20, 7, s[6:7]
+""" + HALF_EXEC + """  v_cmp_eq_u32_e64 s[6:7], 3, v12
+  v_cndmask_b32_e64 v21, v21, v11, s[6:7]
+""" + RESTORE
+    out = snippet(body, [a, b, index], outputs=2)
+    raw_a, raw_b = a.view(np.uint32), b.view(np.uint32)
+    assert np.array_equal(out[0], np.where(index == 1, raw_b, np.where(index == 2, 7, raw_a)))
+    assert np.array_equal(out[1], np.where((index == 3) & ON, raw_b, raw_a))
