@@ -2,7 +2,7 @@
 import numpy as np
 
 from .errors import NotEmulated
-from .operands import ALL_LANES, active_lanes, parse, vector_reader, write_rows
+from .operands import ALL_LANES, active_lanes, full_exec, parse, vector_reader, write_rows
 from .wave import lanes64
 
 SIZES = {"b8": 1, "u8": 1, "i8": 1, "b16": 2, "u16": 2, "i16": 2, "b32": 4, "b64": 8,
@@ -179,6 +179,10 @@ def ds_permute(ins, name):
     pull = name.startswith("bpermute")
 
     def run(w):
+        if pull and full_exec(w):  # a gather; a 32-bit wrap of the sum keeps the lane bits
+            chosen = ((lanes64(read_address(w)) + np.uint32(offset)) >> np.uint32(2)) & np.uint32(63)
+            write_rows(w, destination.index, w.v[source.index][chosen])
+            return
         lanes = w.exec_mask()
         chosen = ((lanes64(read_address(w)).astype(np.int64) + offset) // 4) % 64
         data = w.v[source.index]

@@ -210,3 +210,17 @@ def test_select_chains_into_their_own_register_under_full_and_partial_exec():
     raw_a, raw_b = a.view(np.uint32), b.view(np.uint32)
     assert np.array_equal(out[0], np.where(index == 1, raw_b, np.where(index == 2, 7, raw_a)))
     assert np.array_equal(out[1], np.where((index == 3) & ON, raw_b, raw_a))
+
+
+def test_ds_bpermute_with_an_offset_and_huge_addresses_under_full_and_partial_exec():
+    x = RNG.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    address = RNG.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    address[:4] = 0xFFFFFFFC  # + the offset wraps past 32 bits
+    body = """  v_mov_b32 v21, 5
+  ds_bpermute_b32 v20, v11, v10 offset:12
+""" + HALF_EXEC + "  ds_bpermute_b32 v21, v11, v10 offset:12\n" + RESTORE
+    out = snippet(body, [x, address], outputs=2)
+    chosen = [(int(a) + 12) // 4 % 64 for a in address]
+    assert [int(v) for v in out[0]] == [int(x[c]) for c in chosen]
+    partial = [int(x[c]) if ON[c] else 0 for c in chosen]
+    assert [int(v) for v in out[1]] == [p if ON[lane] else 5 for lane, p in enumerate(partial)]
