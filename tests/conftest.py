@@ -3,7 +3,9 @@ land under the test's tmp_path, never in the tracked results/ (harness/paths.py 
 Fixtures wider than one test (module and session scope) get a session folder, set before any of them runs.
 The HIP toolchain cache is pinned too, so tests that move $HOME still find it. Every child process imports
 the harness of this checkout (PYTHONPATH), whatever the venv's editable install points at."""
+import atexit
 import os
+import sys
 
 import pytest
 
@@ -37,6 +39,19 @@ def pytest_sessionfinish(session, exitstatus):
         session.config.get_terminal_writer().line(
             f"error: tests wrote {len(written)} worker log(s) into {CHECKOUT_LOGS}: {written[:3]}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _quiet_interpreter_teardown() -> None:
+    sys.stderr.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+
+
+def pytest_unconfigure(config):
+    """Triton's nanobind bindings list "leaked" default arguments of Gluon's builder when the interpreter ends
+    (25 lines, nothing of ours; Triton's compile workers hide them the same way): once pytest has said all, the
+    process's teardown writes to /dev/null."""
+    atexit.register(_quiet_interpreter_teardown)
 
 
 @pytest.fixture(autouse=True, scope="session")
