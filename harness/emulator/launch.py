@@ -120,10 +120,9 @@ def run_wave(launch: Launch, w: Wave, budget: int) -> int:
     table, hits = launch.executors.table, launch.hits
     i, n = w.pc, 0
     try:
-        while n < budget:
+        for n in range(1, budget + 1):  # n: instructions run, counted by the loop itself
             result = table[i](w)
             hits[i] += 1
-            n += 1
             if result is None:
                 i += 1
             elif result >= 0:
