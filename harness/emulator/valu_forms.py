@@ -37,14 +37,18 @@ def cndmask(ins):
             np.copyto(w.v[row], b(w), where=mask)
         return select_into
 
+    b_is_row = ops[2].kind == "v" and ops[2].index == row
+
     def run(w):  # the usual case inline: a mask seen before, EXEC all ones
         s = w.s
         mask = MASK_CACHE.get(s[index] | s[index + 1] << 32)
-        result = np.where(read_select(w) if mask is None else mask, b(w), a(w))
-        if s[EXEC] == FULL and s[EXEC + 1] == FULL:
-            w.v[row][...] = result
+        mask = read_select(w) if mask is None else mask
+        if s[EXEC] == FULL and s[EXEC + 1] == FULL and not b_is_row:
+            target = w.v[row]  # a, then b over it: cheaper than np.where
+            target[...] = a(w)
+            np.copyto(target, b(w), where=mask)
         else:
-            write(w, result)
+            write(w, np.where(mask, b(w), a(w)))
     return run
 
 
