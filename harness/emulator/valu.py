@@ -4,6 +4,7 @@ import numpy as np
 from . import dpp
 from .errors import NotEmulated
 from .operands import parse, vector_reader, vector_writer
+from .wave import EXEC, FULL
 from .valu_ops import OPS
 
 WIDTH = {"f16": 16, "u16": 16, "i16": 16, "b16": 16, "f32": 32, "u32": 32, "i32": 32,
@@ -118,6 +119,32 @@ def applied(fn, readers):
     return lambda w: fn(*[read(w) for read in readers])
 
 
+def one_type_ufunc(fn, result_kind: str, kinds) -> bool:
+    """A numpy ufunc whose sources and result share one 32-bit type (it can write a row itself)."""
+    dtype = VIEW.get(result_kind, np.uint32)
+    return (isinstance(fn, np.ufunc) and fn.nout == 1 and fn.nin == len(kinds) <= 2
+            and all(WIDTH[k] == 32 and VIEW.get(k, np.uint32) is dtype for k in [result_kind, *kinds]))
+
+
+def ufunc_into(fn, readers, row: int, kind: str, slow):
+    """Under EXEC all ones the ufunc writes the destination row in place (out=)."""
+    dtype = np.dtype(VIEW.get(kind, np.uint32))
+    if len(readers) == 1:
+        (a,) = readers
+        into = lambda w, out: fn(a(w), out=out)  # noqa: E731
+    else:
+        a, b = readers
+        into = lambda w, out: fn(a(w), b(w), out=out)  # noqa: E731
+
+    def run(w):
+        s = w.s
+        if s[EXEC] == FULL and s[EXEC + 1] == FULL:
+            into(w, w.views[dtype][row])
+        else:
+            slow(w)
+    return run
+
+
 def output_modifiers(modifiers: dict, kind: str):
     """clamp and omod (mul:2, mul:4, div:2) on float results."""
     scale = {"mul": {"2": 2.0, "4": 4.0}, "div": {"2": 0.5}}
@@ -171,7 +198,10 @@ def build(ins, name: str):
     if post is None and write_mask is None and not ins.mnemonic.endswith(("_sdwa", "_dpp")):
         typed_readers = [typed_reader(op, kind, high) for op, (_, kind, high) in zip(sources, readers)]
         compute, to_raw = applied(fn, typed_readers), raw_converter(result_kind)
-        return lambda w: store(w, to_raw(compute(w)), None)
+        slow = lambda w: store(w, to_raw(compute(w)), None)  # noqa: E731
+        if destination.kind == "v" and one_type_ufunc(fn, result_kind, kinds):
+            return ufunc_into(fn, typed_readers, destination.index, result_kind, slow)
+        return slow
 
     def run(w):
         values = [typed(read(w), kind, high) for read, kind, high in readers]
