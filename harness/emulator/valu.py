@@ -68,7 +68,25 @@ def typed_reader(operand, kind: str, high: bool = False, width: int | None = Non
     if operand.kind == "v" and bits == 32 and width == 32 and not (operand.neg or operand.abs):
         row, dtype = operand.index, np.dtype(VIEW.get(kind, np.uint32))
         return lambda w: w.views[dtype][row]  # the register file seen as that type
+    if operand.kind == "s" and bits == 32 and width == 32 and not (operand.neg or operand.abs):
+        return sgpr_reader(operand.index, kind)
     return lambda w: typed(read(w), kind, high)
+
+
+def sgpr_reader(index: int, kind: str):
+    """An SGPR as a typed 0-d array; kernels reuse few values, so each is built once."""
+    cache: dict[int, np.ndarray] = {}
+
+    def read(w):
+        value = w.s[index]
+        typed_value = cache.get(value)
+        if typed_value is None:
+            typed_value = typed(np.uint32(value), kind)
+            typed_value.flags.writeable = False
+            if len(cache) < 256:
+                cache[value] = typed_value
+        return typed_value
+    return read
 
 
 def raw_of(value, kind: str):
