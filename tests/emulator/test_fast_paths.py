@@ -4,11 +4,15 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import torch
 
+from harness.emulator.code_object import load_code_object
 from harness.emulator.errors import EmulationFault
+from harness.emulator.launch import run_kernel
 from harness.emulator.numerics import fma_f32
 from harness.emulator.wave import mask_bits
 
+from .kernels import compile_hip, memory_of, pack_args
 from .snippets import as_f32, snippet
 from .test_valu import exact_fma
 
@@ -224,3 +228,25 @@ def test_ds_bpermute_with_an_offset_and_huge_addresses_under_full_and_partial_ex
     assert [int(v) for v in out[0]] == [int(x[c]) for c in chosen]
     partial = [int(x[c]) if ON[c] else 0 for c in chosen]
     assert [int(v) for v in out[1]] == [p if ON[lane] else 5 for lane, p in enumerate(partial)]
+
+
+BROADCAST = """
+KERNEL void bcast(const float* x, float* out) {
+  SHARED float cell[2];
+  if (tid() == 64) cell[0] = x[0];
+  BARRIER
+  out[tid()] = cell[0];
+}"""
+
+
+def test_a_broadcast_lds_read_is_read_once_and_still_races():
+    x, out = torch.randn(4), torch.zeros(128)
+    for barrier in ("sync();", ""):
+        code = load_code_object(compile_hip(BROADCAST.replace("BARRIER", barrier)))
+        if barrier:
+            run_kernel(code, "bcast", (1, 1, 1), (128, 1, 1), pack_args(x, out), memory=memory_of(x, out))
+            assert torch.equal(out, x[0].expand(128))
+            continue
+        with pytest.raises(EmulationFault) as caught:  # wave 0 reads before wave 1 writes
+            run_kernel(code, "bcast", (1, 1, 1), (128, 1, 1), pack_args(x, out), memory=memory_of(x, out))
+        assert caught.value.kind == "lds race" and caught.value.mnemonic.startswith("ds_write")
