@@ -34,7 +34,7 @@ class LDS:
     def read(self, wave: int, addresses: np.ndarray, nbytes: int, atomic: bool = False) -> np.ndarray:
         if len(addresses) > 1 and not np.count_nonzero(addresses != addresses[0]):
             # every lane reads the same bytes (a broadcast): check and read them once
-            return np.broadcast_to(self.read(wave, addresses[:1], nbytes, atomic), (len(addresses), nbytes))
+            return self.read(wave, addresses[:1], nbytes, atomic).repeat(len(addresses), axis=0)
         index = self.span(addresses, nbytes, "read")
         if self.checked and not atomic:
             self.check(wave, index, writing=False)
