@@ -54,16 +54,64 @@ def build(ins, program, index):
     raise NotEmulated(mnemonic)
 
 
+def plain(ins) -> bool:
+    """An ALU instruction or a no-op: it never jumps, never faults at run time, touches no memory."""
+    mnemonic = ins.mnemonic
+    if mnemonic == "s_nop" or mnemonic.startswith("s_waitcnt"):
+        return True
+    if mnemonic.startswith("v_"):
+        return not mnemonic[2:].startswith(MATRIX_PREFIXES + ("cmpx_",))
+    name = mnemonic[2:]
+    return mnemonic.startswith("s_") and scalar_known(name) and not name.startswith(SMEM_PREFIXES)
+
+
 class Executors:
-    """The executors of one program, built lazily and kept for every later launch."""
+    """The executors of one program, built lazily and kept for every later launch. Entered at a
+    plain instruction followed by more, the table runs them all as one block (fewer dispatches);
+    `spans` keeps each block's end so that every instruction's hits can be counted."""
 
     def __init__(self, program):
         self.program = program
         self.table = [self.lazy(i) for i in range(len(program.instructions))]
+        self.spans: dict[int, int] = {}
 
     def lazy(self, index):
         def first_run(w):
-            built = build(self.program.instructions[index], self.program, index)
+            built = self.block(index)
             self.table[index] = built
             return built(w)
         return first_run
+
+    def block(self, index):
+        instructions = self.program.instructions
+        first = build(instructions[index], self.program, index)
+        if not plain(instructions[index]):
+            return first
+        members, end = [first], index + 1
+        while end < len(instructions) and plain(instructions[end]):
+            try:
+                member = build(instructions[end], self.program, end)
+            except NotEmulated:  # raised when a wave gets there, by its own entry
+                break
+            if instructions[end].mnemonic != "s_nop":  # counted, not called
+                members.append(member)
+            end += 1
+        if end == index + 1:
+            return first
+        self.spans[index] = end
+        members, extra = tuple(members), end - index - 1
+
+        def run(w):
+            for member in members:
+                member(w)
+            w.skipped += extra
+            return end
+        return run
+
+    def spread_hits(self, hits: list[int]) -> None:
+        """A block's entries are hits of each of its instructions (blocks may nest: entries
+        are taken before any is spread)."""
+        entries = list(hits)
+        for start, end in self.spans.items():
+            for k in range(start + 1, end):
+                hits[k] += entries[start]

@@ -143,6 +143,8 @@ def run_wave(launch: Launch, w: Wave, budget: int) -> int:
         ins = launch.instructions[i]
         raise fault.located(launch.info.name, ins.mnemonic, f"0x{ins.pc:x}", ins.source_line) from None
     w.pc = i
+    n += w.skipped  # the instructions blocks ran after their first
+    w.skipped = 0
     w.clock += n
     return n
 
@@ -199,6 +201,7 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
         for array, _ in owned:
             memory.remove_region(array.ctypes.data)
         counts.seconds = time.perf_counter() - started
+        launch.executors.spread_hits(launch.hits)
         counts.add_hits(launch.instructions, launch.hits)
         counts.bytes = dict(launch.bytes_moved)
     return counts

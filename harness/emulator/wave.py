@@ -54,6 +54,7 @@ class Wave:
         self.done = False
         self.at_barrier = False
         self.progress = 0
+        self.skipped = 0  # instructions run inside blocks beyond their first (launch.run_wave)
 
     @property
     def exec_bits(self) -> int:

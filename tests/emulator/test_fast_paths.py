@@ -250,3 +250,23 @@ def test_a_broadcast_lds_read_is_read_once_and_still_races():
         with pytest.raises(EmulationFault) as caught:  # wave 0 reads before wave 1 writes
             run_kernel(code, "bcast", (1, 1, 1), (128, 1, 1), pack_args(x, out), memory=memory_of(x, out))
         assert caught.value.kind == "lds race" and caught.value.mnemonic.startswith("ds_write")
+
+
+def test_blocks_of_plain_instructions_keep_every_count_and_result(monkeypatch):
+    from harness.emulator import executor
+    from .test_end_to_end import REDUCTION
+    source = compile_hip(REDUCTION)
+    x = torch.randn(3, 1000)
+
+    def run():
+        out = torch.zeros(3)
+        code = load_code_object(source)
+        counts = run_kernel(code, "row_sum", (3, 1, 1), (256, 1, 1), pack_args(x, out, 1000),
+                            memory=memory_of(x, out))
+        return out, counts, code.__dict__["_executors"].spans
+    out, counts, spans = run()
+    monkeypatch.setattr(executor, "plain", lambda ins: False)
+    plain_out, plain_counts, no_spans = run()
+    assert spans and not no_spans
+    assert torch.equal(out, plain_out) and counts.by_mnemonic == plain_counts.by_mnemonic
+    assert counts.instructions == plain_counts.instructions and counts.by_class == plain_counts.by_class
