@@ -93,7 +93,7 @@ class Executors:
                 member = build(instructions[end], self.program, end)
             except NotEmulated:  # raised when a wave gets there, by its own entry
                 break
-            if instructions[end].mnemonic != "s_nop":  # counted, not called
+            if not instructions[end].mnemonic.startswith(("s_nop", "s_waitcnt")):  # counted, not run
                 members.append(member)
             end += 1
         if end == index + 1:

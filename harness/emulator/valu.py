@@ -67,7 +67,11 @@ def typed_reader(operand, kind: str, high: bool = False, width: int | None = Non
         return lambda w: value
     if operand.kind == "v" and bits == 32 and width == 32 and not (operand.neg or operand.abs):
         row, dtype = operand.index, np.dtype(VIEW.get(kind, np.uint32))
-        return lambda w: w.views[dtype][row]  # the register file seen as that type
+        if dtype == np.float32:  # the register file seen as that type
+            return lambda w: w.f32[row]
+        if dtype == np.int32:
+            return lambda w: w.i32[row]
+        return lambda w: w.views[dtype][row]
     if operand.kind == "s" and bits == 32 and width == 32 and not (operand.neg or operand.abs):
         return sgpr_reader(operand.index, kind)
     return lambda w: typed(read(w), kind, high)

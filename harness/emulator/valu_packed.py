@@ -78,8 +78,8 @@ def pair_reader(operand, low: int, high: int, negated: bool):
         first, second = operand.index + low, operand.index + high
         rows = slice(first, first + 2) if second == first + 1 else [first, second]
         if negated:
-            return lambda w: -w.views[F32][rows]
-        return lambda w: w.views[F32][rows]
+            return lambda w: -w.f32[rows]
+        return lambda w: w.f32[rows]
     value = np.stack([dword_reader(operand, half, negated, True)(None) for half in (low, high)])[:, None]
     return lambda w: value
 

@@ -50,7 +50,9 @@ class Wave:
         self.s = [0] * SGPR_FILE
         self.scc = 0
         self.v = np.zeros((vgpr_rows, LANES), np.uint32)
-        self.views = {np.dtype(t): self.v.view(t) for t in (np.float32, np.int32, np.uint32)}
+        self.f32, self.i32 = self.v.view(np.float32), self.v.view(np.int32)  # typed views
+        self.views = {np.dtype(np.float32): self.f32, np.dtype(np.int32): self.i32,
+                      np.dtype(np.uint32): self.v}
         self.done = False
         self.at_barrier = False
         self.progress = 0
