@@ -67,8 +67,9 @@ def dword_reader(operand, high: int, negated: bool, floating: bool):
         if negated:
             return lambda w: -w.v[row].view(dtype)
         return lambda w: w.v[row].view(dtype)
-    value = np.asarray(packed_reader(operand, 32)(None)).astype(np.uint64)  # a constant
-    value = negate((value >> np.uint64(32 * high) & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(dtype), negated)
+    both = np.asarray(packed_reader(operand, 32)(None)).astype(np.uint64)  # a constant
+    dword = (both >> np.uint64(32 * high) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    value = negate(dword.view(dtype), negated)
     return lambda w: value
 
 
@@ -89,7 +90,8 @@ def wide_op(ins, name):
     op_sel_hi the one feeding the high result."""
     count, fn = WIDE_OPS[name]
     ops = [parse(text) for text in ins.operands]
-    if ops[0].kind == "v" and all(op.kind in ("v", "const") and not (op.neg or op.abs) for op in ops[1:1 + count]):
+    sources = ops[1:1 + count]
+    if ops[0].kind == "v" and all(op.kind in ("v", "const") and not (op.neg or op.abs) for op in sources):
         return wide_rows(ins, ops, count, fn)
     write = vector_writer(ops[0], 64)
     readers = [packed_reader(op, 32) for op in ops[1:1 + count]]

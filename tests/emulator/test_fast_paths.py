@@ -31,7 +31,8 @@ def test_packed_f32_ops_follow_op_sel_and_neg():
     body = """  v_pk_mul_f32 v[20:21], v[10:11], v[12:13] op_sel:[1,0] op_sel_hi:[0,1]
   v_pk_fma_f32 v[22:23], v[10:11], v[12:13], v[14:15] neg_lo:[1,0,0] neg_hi:[0,0,1]
   v_pk_add_f32 v[24:25], v[10:11], 1.0
-  v_pk_fma_f32 v[26:27], v[10:11], v[12:13], v[14:15] op_sel:[0,1,0] op_sel_hi:[1,0,1] neg_lo:[0,1,0] neg_hi:[0,1,0]"""
+  v_pk_fma_f32 v[26:27], v[10:11], v[12:13], v[14:15] op_sel:[0,1,0] op_sel_hi:[1,0,1] \
+neg_lo:[0,1,0] neg_hi:[0,1,0]"""
     out = as_f32(snippet(body, x, outputs=8))
     assert np.array_equal(out[0], x[1] * x[2]) and np.array_equal(out[1], x[0] * x[3])
     low = [exact_fma(-float(a), float(b), float(c)) for a, b, c in zip(x[0], x[2], x[4])]
@@ -116,10 +117,10 @@ def fma_cases() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             a, b = np.float32(1 + eps[0]), np.float32((1 - eps[0]) * eps[2] * scale)
             traps.append((a, sign * b, np.float32(sign * (1 + eps[1]) * scale)))
             traps.append((a, -sign * b, np.float32(sign * (1 + 2 * eps[1]) * scale)))
-    specials = [(np.float32(np.inf), np.float32(0), np.float32(1)), (np.float32(-0.0), np.float32(1), np.float32(-0.0)),
-                (np.float32(3.4e38), np.float32(2), np.float32(-3.4e38)), (np.float32(2.0 ** 64), np.float32(2.0 ** 64), np.float32(0)),
-                (np.float32(np.nan), np.float32(1), np.float32(1)), (np.float32(np.inf), np.float32(1), np.float32(-np.inf)),
-                (np.float32(1e-45), np.float32(0.5), np.float32(0)), (np.float32(1e-45), np.float32(1.5), np.float32(0))]
+    f = np.float32
+    specials = [(f(np.inf), f(0), f(1)), (f(-0.0), f(1), f(-0.0)), (f(3.4e38), f(2), f(-3.4e38)),
+                (f(2.0 ** 64), f(2.0 ** 64), f(0)), (f(np.nan), f(1), f(1)), (f(np.inf), f(1), f(-np.inf)),
+                (f(1e-45), f(0.5), f(0)), (f(1e-45), f(1.5), f(0))]
     extra = np.array(traps + specials, np.float32).T
     a, b, c = (np.concatenate(parts) for parts in zip(bits, normal, tiny, extra))
     return a, b, c
