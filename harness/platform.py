@@ -6,7 +6,6 @@ import importlib.util
 import platform as python_platform
 from pathlib import Path
 
-import torch
 
 from harness import __version__
 from harness.results.records import EMULATOR_ARCH, EMULATOR_MARK
@@ -79,7 +78,7 @@ def aiter_version() -> str | None:
 
 def versions() -> dict:
     return {
-        "torch": torch.__version__,
+        "torch": _distribution_version("torch"),  # read without importing torch (1.3 s a command)
         "triton": _distribution_version("triton", "pytorch-triton-rocm", "pytorch-triton"),
         "aiter": aiter_version(),
         "python": python_platform.python_version(),
@@ -88,10 +87,22 @@ def versions() -> dict:
 
 
 def _gpu_arch() -> str:
+    import torch
+
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     if torch.version.hip:
         return props.gcnArchName.split(":")[0]
     return f"sm_{props.major}{props.minor}"
+
+
+def _gpu_device_files() -> bool:
+    """Whether the kernel shows an NVIDIA or AMD GPU at all (torch can see none without these files)."""
+    return any(Path(name).exists() for name in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg"))
+
+
+def _cpu_platform() -> Platform:
+    machine = python_platform.machine() or "unknown"
+    return Platform(backend="cpu", device_name=f"cpu ({machine})", arch="cpu", versions=versions())
 
 
 def detect(device: str = "auto") -> Platform:
@@ -105,12 +116,15 @@ def detect(device: str = "auto") -> Platform:
             raise PlatformError(f"--device gfx950: the gfx950 emulator cannot run here: {problem}")
         here = detect("cpu")
         return dataclasses.replace(here, emulate_gfx950=True)
+    if device == "cpu" or (device == "auto" and not _gpu_device_files()):  # no torch import: 1.3 s a command
+        return _cpu_platform()
+    import torch
+
     has_gpu = torch.cuda.is_available()
     if device == "cuda" and not has_gpu:
         raise PlatformError(f"--device cuda, but this machine has no usable GPU (torch {torch.__version__})")
-    if device == "cpu" or not has_gpu:
-        machine = python_platform.machine() or "unknown"
-        return Platform(backend="cpu", device_name=f"cpu ({machine})", arch="cpu", versions=versions())
+    if not has_gpu:
+        return _cpu_platform()
     return Platform(
         backend="rocm" if torch.version.hip else "cuda",
         device_name=torch.cuda.get_device_name(torch.cuda.current_device()),

@@ -29,6 +29,8 @@ EXPECTED_EXIT = {
     "make test-fast": 0,                             # the same quick test
     "make run": 0,                                   # HIP files emulated, aiter ones on the stand-in
     "harness run 120": 0,                            # HIP on the gfx950 emulator, small cases
+    "harness run 013 --cases small": 0,              # harness/emulator/README.md: the speed figures' commands
+    "harness run 120 --cases small": 0,
     "harness run --all --mode test": 0,
     "harness run 200 --mode leaderboard --flush fast": 0,
     "harness diff 119 200": 0,                       # the tracked ledger's H200 results; the CPU ones are left out

@@ -17,7 +17,7 @@ from pathlib import Path
 from harness import paths
 from harness.checks import lint
 from harness.results import records
-from harness.run import timing
+from harness.run.stats import Stats
 from harness.run.cases import MODES, spec_line
 from harness.results.figures import geomean
 from harness.run.limits import invalid_limits
@@ -70,7 +70,7 @@ class CaseResult:
     spec: dict
     status: str  # "pass" | "fail" | "error" | "timeout" | "skip" | "not run"
     message: str = ""
-    stats: timing.Stats | None = None
+    stats: Stats | None = None
     notes: dict = dataclasses.field(default_factory=dict)
     report: str = ""  # profile mode: the profiler table
     log_tail: str = ""  # what the child printed last, when it crashed or raised
@@ -232,7 +232,7 @@ def _benchmark_case(worker: Worker, case: Case, recheck: bool, budget: Budget, f
         return CaseResult(spec=case.spec, status="fail", message=outcome["message"], notes=outcome["notes"],
                           accuracy=outcome.get("accuracy"))
     return CaseResult(spec=case.spec, status="pass", message=outcome["message"],
-                      stats=timing.Stats(**outcome["stats"]), notes=outcome["notes"], accuracy=outcome.get("accuracy"))
+                      stats=Stats(**outcome["stats"]), notes=outcome["notes"], accuracy=outcome.get("accuracy"))
 
 
 def _warm_up(worker: Worker, case: Case, budget: Budget, flush: str, limit: TimeLimit, warnings: list) -> None:

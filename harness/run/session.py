@@ -14,7 +14,6 @@ from harness import paths
 from harness.run import cases
 from harness.results import ledger
 from harness.run import protocol
-from harness.run import timing
 from harness.run.worker import Worker
 from harness.sandbox import guard
 from harness import platform as platforms
@@ -60,6 +59,12 @@ def git_checkout(root=paths.REPO_ROOT) -> dict | None:
     if commit.returncode != 0 or status.returncode != 0:
         return None
     return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def _official_flush_fits() -> bool:
+    from harness.run import timing  # torch, which a CPU run's parent never needs
+
+    return timing.official_flush_fits()
 
 
 def check_results_writable() -> None:
@@ -133,7 +138,7 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
         notices.append(f"On the CPU there is no cache flush: --flush {flush} is taken as none, and CPU times swing "
                        "with the machine's load (up to 16x measured on a shared 2-core machine): compare them only "
                        "within one run.")
-    if here.is_gpu and flush == "official" and mode in TIMED_MODES and not timing.official_flush_fits():
+    if here.is_gpu and flush == "official" and mode in TIMED_MODES and not _official_flush_fits():
         raise platforms.PlatformError("--flush official allocates 64 GiB per call, more than this GPU holds; "
                                       "use --flush fast")
     try:

@@ -1,6 +1,6 @@
 """Timing one call the way the official eval.py does: synchronize, flush, events around the call.
 
-Also the official statistics (calculate_stats) and the official stopping rule, as small pure functions.
+The official statistics and stopping rule live in run/stats.py (the parent reads them without torch).
 """
 import dataclasses
 import functools
@@ -9,6 +9,8 @@ import time
 from typing import Callable
 
 import torch
+
+from harness.run.stats import Stats, calculate_stats, should_stop  # noqa: F401 (the child's names for them)
 
 FLUSH_MODES = ("fast", "official", "none")
 
@@ -24,46 +26,6 @@ FAST_FLUSH_CACHE_MULTIPLE = 4  # write 4x the last-level cache so nothing of the
 # lasts ~0.3 ms, too short for host-heavy submissions; 3 ms of sleep hides host-side work up to ~3 ms
 # (a couple of ms of Python and launch overhead) while costing only 3 s over 1000 timed calls.
 FAST_FLUSH_SLEEP_MS = 3.0
-
-# Official stopping rule constants (eval.py _run_single_benchmark).
-MIN_RUNS = 3
-RELATIVE_ERROR_TARGET = 0.001
-WALL_LIMIT_NS = 120e9
-
-
-@dataclasses.dataclass
-class Stats:
-    runs: int
-    mean: float
-    std: float
-    err: float
-    best: float
-    worst: float
-
-
-def calculate_stats(durations: list) -> Stats:
-    """The official statistics over durations in ns: sample std (n-1), err = std / sqrt(n)."""
-    runs = len(durations)
-    if runs == 0:
-        raise ValueError("no durations to summarise")
-    average = sum(durations) / runs
-    variance = sum((d - average) ** 2 for d in durations)
-    # The official code divides by n-1 and so needs two runs; a single run has no spread to report.
-    std = math.sqrt(variance / (runs - 1)) if runs > 1 else 0.0
-    return Stats(runs=runs, mean=average, std=std, err=std / math.sqrt(runs),
-                 best=float(min(durations)), worst=float(max(durations)))
-
-
-def should_stop(stats: Stats, wall_ns: float, max_time_ns: float, wall_limit_ns: float = WALL_LIMIT_NS) -> bool:
-    """The official rule, checked after every call from the third on: precise enough, enough kernel time, or too long."""
-    if stats.runs < MIN_RUNS:
-        return False
-    if stats.mean <= 0:  # a zero-time call cannot get more precise (the official code would divide by zero)
-        return True
-    return (stats.err / stats.mean < RELATIVE_ERROR_TARGET
-            or stats.mean * stats.runs > max_time_ns
-            or wall_ns > wall_limit_ns)
-
 
 def synchronize(device: str) -> None:
     if device != "cpu":
