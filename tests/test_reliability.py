@@ -17,8 +17,6 @@ import pytest
 
 from harness.results import ledger
 
-# Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
-pytestmark = pytest.mark.xdist_group("reliability")
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "samples" / "bad"
@@ -47,24 +45,26 @@ EXPECTED = {
     "returns_input.py": Expected("fail", "SIZE MISMATCH: output (1, 16, 576)"),
     "mutates_inputs.py": Expected("fail", "mismatched elements"),
     "uninitialised.py": Expected("fail", "returned uninitialised memory"),
-    "exits.py": Expected("error", "exited with code 3"),
-    "aborts.py": Expected("error", "killed by signal 6 (SIGABRT)"),
-    "segfaults.py": Expected("error", "killed by signal 11 (SIGSEGV)"),
-    "out_of_memory.py": Expected("error", "out of memory"),
+    "exits.py": Expected("error", "exited with code 3", batch="tables"),
+    "aborts.py": Expected("error", "killed by signal 6 (SIGABRT)", batch="tables"),
+    "segfaults.py": Expected("error", "killed by signal 11 (SIGSEGV)", batch="tables"),
+    "out_of_memory.py": Expected("error", "out of memory", batch="tables"),
     "floods_output.py": Expected("error", "output cap"),
-    "patches_timer.py": Expected("error", "tampered with time.perf_counter_ns"),
-    "patches_reference.py": Expected("error", "tampered with reference.check_implementation"),
-    "patches_clock_in_call.py": Expected("error", "tampered with time.perf_counter_ns"),
-    "forges_reply.py": Expected("error", "forged reply"),
-    "forbidden_word.py": Expected("rejected", "the server would reject it", warning="FORBIDDEN_WORD"),
+    "patches_timer.py": Expected("error", "tampered with time.perf_counter_ns", batch="tables"),
+    "patches_reference.py": Expected("error", "tampered with reference.check_implementation", batch="tables"),
+    "patches_clock_in_call.py": Expected("error", "tampered with time.perf_counter_ns", batch="tables"),
+    "forges_reply.py": Expected("error", "forged reply", batch="tables"),
+    "forbidden_word.py": Expected("rejected", "the server would reject it", warning="FORBIDDEN_WORD", batch="tables"),
     "hangs.py": Expected("timeout", f"exceeded the run's {SHORT_TIMEOUT_S} s time limit", batch="timeouts"),
     "sleeps.py": Expected("timeout", f"exceeded the run's {SHORT_TIMEOUT_S} s time limit", batch="timeouts"),
     "caches_output.py": Expected("fail", "timed call 1", warning="SHAPE_OUTPUT_REPLAY", batch="leaderboard"),
 }
 
-# One harness invocation per batch; the first prints JSON, the others the tables a user sees.
+# One harness invocation per batch; the first prints JSON, the others the tables a user sees. Each batch runs
+# on one xdist worker (its tests share an xdist group), so the batches run side by side.
 BATCHES = {
     "test": ["--mode", "test", "--json"],
+    "tables": ["--mode", "test"],
     "timeouts": ["--mode", "test", "--timeout", str(SHORT_TIMEOUT_S)],
     "leaderboard": ["--mode", "leaderboard"],
 }
@@ -98,17 +98,33 @@ def run_batch(name: str, tmp_path: Path) -> BatchRun:
     return BatchRun(done.returncode, done.stdout, done.stderr, records, results / "logs")
 
 
+class Batches(dict):
+    """Each batch's run, made when a test first asks for it (a worker runs only the batches of its tests)."""
+
+    def __init__(self, root: Path):
+        super().__init__()
+        self.root = root
+
+    def __missing__(self, name: str) -> BatchRun:
+        self[name] = run_batch(name, self.root)
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def batches(tmp_path_factory):
-    root = tmp_path_factory.mktemp("corpus")
-    return {name: run_batch(name, root) for name in BATCHES}
+    return Batches(tmp_path_factory.mktemp("corpus"))
+
+
+def of_batch(batch: str):
+    """The xdist group of a batch's tests: one worker runs the batch once (make test: --dist loadgroup)."""
+    return pytest.mark.xdist_group(f"reliability-{batch}")
 
 
 def test_every_corpus_file_has_an_expected_verdict():
     assert sorted(p.name for p in CORPUS.glob("*.py")) == sorted(EXPECTED)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=of_batch(EXPECTED[n].batch)) for n in sorted(EXPECTED)])
 def test_verdict(batches, name):
     expected = EXPECTED[name]
     record = batches[expected.batch].records.get(name)
@@ -124,7 +140,7 @@ def test_verdict(batches, name):
         assert len(record["results"]) == 3
 
 
-@pytest.mark.parametrize("batch", sorted(BATCHES))
+@pytest.mark.parametrize("batch", [pytest.param(b, marks=of_batch(b)) for b in sorted(BATCHES)])
 def test_batch_runs_every_file_exits_1_and_prints_no_harness_traceback(batches, batch):
     run = batches[batch]
     names = [f for f, e in EXPECTED.items() if e.batch == batch]
@@ -136,17 +152,18 @@ def test_batch_runs_every_file_exits_1_and_prints_no_harness_traceback(batches, 
     assert "internal error" not in shown
 
 
+@of_batch("test")
 def test_json_output_is_the_ledger(batches):
     run = batches["test"]
     printed = {Path(r["submission"]["path"]).name: r for r in json.loads(run.stdout)}
     assert printed == run.records  # what --json prints is exactly what the ledger holds
 
 
-def test_tables_carry_each_reason(batches):
-    for batch in ("timeouts", "leaderboard"):
-        run = batches[batch]
-        for name, record in run.records.items():
-            assert record["reason"].split("): ", 1)[-1][:40] in " ".join(run.stdout.split()), (name, run.stdout[-3000:])
+@pytest.mark.parametrize("batch", [pytest.param(b, marks=of_batch(b)) for b in ("tables", "timeouts", "leaderboard")])
+def test_tables_carry_each_reason(batches, batch):
+    run = batches[batch]
+    for name, record in run.records.items():
+        assert record["reason"].split("): ", 1)[-1][:40] in " ".join(run.stdout.split()), (name, run.stdout[-3000:])
 
 
 def test_uninitialised_output_cannot_reuse_the_warm_ups_answer(tmp_path):
@@ -163,6 +180,7 @@ def test_uninitialised_output_cannot_reuse_the_warm_ups_answer(tmp_path):
     assert "returned uninitialised memory: 100%" in record["reason"]
 
 
+@of_batch("test")
 def test_a_flood_leaves_a_capped_log_and_a_short_table(batches):
     run = batches["test"]
     assert len(run.stdout) < 2_000_000  # the JSON of 20 runs, not megabytes of the flood
