@@ -79,3 +79,14 @@ def test_the_gates_compile_imports_the_file_only_in_its_worker(copy, tmp_path):
     kind = KINDS[-1]
     assert expected_verdicts(SAMPLE)[kind] in done.stdout
     assert clean(copy) == ""
+
+
+@pytest.mark.parametrize("name", ["deletes_file.py", "forges_ledger.py", "writes_reference.py"])
+def test_estimate_keeps_the_hostile_calls_off_the_disk(copy, tmp_path, name):
+    """The samples that act when custom_kernel is called: estimate records those calls in the same jail as run."""
+    sample = str((HOSTILE / name).relative_to(HOSTILE.parents[2]))
+    done = harness_in(copy, tmp_path, "estimate", sample, "--device", "cpu", "--protection", KINDS[-1], "--json")
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    record = json.loads(done.stdout)
+    assert record["status"] == "fail" and expected_verdicts(HOSTILE / name)[KINDS[-1]] in record["reason"], record
+    assert clean(copy) == ""
