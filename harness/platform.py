@@ -6,7 +6,6 @@ import importlib.util
 import platform as python_platform
 from pathlib import Path
 
-
 from harness import __version__
 from harness.results.records import EMULATOR_ARCH, EMULATOR_MARK
 from harness.submission import Submission

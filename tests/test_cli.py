@@ -288,11 +288,12 @@ def test_list_at_80_columns_keeps_every_reason():
 def _fake_run(mode: str):
     from harness import platform as platforms
     from harness import submission as subs
-    from harness.run import protocol, timing
+    from harness.run import protocol
+    from harness.run.stats import Stats
 
     results = []
     for index, (batch, kv) in enumerate([(4, 1024), (32, 1024), (64, 8192), (256, 8192)]):
-        stats = timing.Stats(runs=1000 - index, mean=143831.2 + index, std=5.0, err=12345.6, best=1768.4,
+        stats = Stats(runs=1000 - index, mean=143831.2 + index, std=5.0, err=12345.6, best=1768.4,
                              worst=96042.9)
         results.append(protocol.CaseResult(spec={"batchsize": batch, "qseqlen": 1, "kvseqlen": kv, "seed": 9826},
                                            status="timeout" if index == 3 else "pass", stats=stats,

@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from harness.run import timing
+from harness.run.stats import Stats, calculate_stats, should_stop
 
 
 def test_stats_match_hand_computed_values():
-    stats = timing.calculate_stats([10, 20, 30, 40])
+    stats = calculate_stats([10, 20, 30, 40])
     # mean 25; squared deviations 225 + 25 + 25 + 225 = 500; sample variance 500 / 3
     assert stats.runs == 4
     assert stats.mean == 25
@@ -20,44 +21,44 @@ def test_stats_match_hand_computed_values():
 
 
 def test_stats_of_identical_durations_have_no_spread():
-    stats = timing.calculate_stats([7, 7, 7])
+    stats = calculate_stats([7, 7, 7])
     assert (stats.mean, stats.std, stats.err) == (7, 0.0, 0.0)
 
 
 def test_stats_of_one_run_and_of_none():
-    assert timing.calculate_stats([5]).std == 0.0
+    assert calculate_stats([5]).std == 0.0
     with pytest.raises(ValueError):
-        timing.calculate_stats([])
+        calculate_stats([])
 
 
 def stats_with(mean, err, runs):
-    return timing.Stats(runs=runs, mean=mean, std=err * math.sqrt(runs), err=err, best=mean, worst=mean)
+    return Stats(runs=runs, mean=mean, std=err * math.sqrt(runs), err=err, best=mean, worst=mean)
 
 
 def test_never_stops_before_three_calls():
     precise = stats_with(mean=1000.0, err=0.0, runs=2)
-    assert not timing.should_stop(precise, wall_ns=1e12, max_time_ns=1.0)
+    assert not should_stop(precise, wall_ns=1e12, max_time_ns=1.0)
 
 
 def test_stops_once_the_relative_error_is_below_a_tenth_of_a_percent():
-    assert timing.should_stop(stats_with(1000.0, 0.99, 3), wall_ns=0, max_time_ns=50e9)
-    assert not timing.should_stop(stats_with(1000.0, 1.0, 3), wall_ns=0, max_time_ns=50e9)  # exactly 0.1%: go on
+    assert should_stop(stats_with(1000.0, 0.99, 3), wall_ns=0, max_time_ns=50e9)
+    assert not should_stop(stats_with(1000.0, 1.0, 3), wall_ns=0, max_time_ns=50e9)  # exactly 0.1%: go on
 
 
 def test_stops_when_the_summed_kernel_time_exceeds_the_budget():
     noisy = 100.0
-    assert not timing.should_stop(stats_with(1e6, noisy * 1e3, 100), wall_ns=0, max_time_ns=100e6)  # 100 ms = budget
-    assert timing.should_stop(stats_with(1e6, noisy * 1e3, 101), wall_ns=0, max_time_ns=100e6)
+    assert not should_stop(stats_with(1e6, noisy * 1e3, 100), wall_ns=0, max_time_ns=100e6)  # 100 ms = budget
+    assert should_stop(stats_with(1e6, noisy * 1e3, 101), wall_ns=0, max_time_ns=100e6)
 
 
 def test_stops_after_two_minutes_of_wall_time():
     noisy = stats_with(1000.0, 100.0, 10)
-    assert not timing.should_stop(noisy, wall_ns=120e9, max_time_ns=50e9)
-    assert timing.should_stop(noisy, wall_ns=120e9 + 1, max_time_ns=50e9)
+    assert not should_stop(noisy, wall_ns=120e9, max_time_ns=50e9)
+    assert should_stop(noisy, wall_ns=120e9 + 1, max_time_ns=50e9)
 
 
 def test_a_zero_time_call_stops_instead_of_dividing_by_zero():
-    assert timing.should_stop(stats_with(0.0, 0.0, 3), wall_ns=0, max_time_ns=50e9)
+    assert should_stop(stats_with(0.0, 0.0, 3), wall_ns=0, max_time_ns=50e9)
 
 
 def test_time_call_on_the_cpu_measures_wall_time_and_returns_the_result():

@@ -40,7 +40,7 @@ BREAKDOWN_TITLE = ("breakdown: what each call launches, µs (count × each = tot
                    "benchmark estimate)")
 
 
-def breakdown_rows(result, shapes: list) -> list[list[str]]:
+def breakdown_rows(shapes: list) -> list[list[str]]:
     """[kind, what, one cell per shape, basis] per launch, then the total row (the benchmark estimate)."""
     rows: dict = {}
     for index, shape in enumerate(shapes):
@@ -52,19 +52,24 @@ def breakdown_rows(result, shapes: list) -> list[list[str]]:
     return list(rows.values()) + [total]
 
 
+def shapes_per_table(room: list[int], width: int) -> int:
+    """As many shape columns as fit beside kind and what (32 columns), shared evenly over the fewest tables."""
+    for tables in range(1, len(room) + 1):
+        per_table = -(-len(room) // tables)
+        if max(sum(room[i:i + per_table]) for i in range(0, len(room), per_table)) + 32 <= width:
+            return per_table
+    return 1
+
+
 def estimate_breakdown(result, width: int = 10_000) -> list[tuple[Table, list[str]]]:
     """Which launches each shape makes and what each costs, one column per shape; the last row, the sum of the
     column, is the shape's benchmark-mode estimate. Narrow screens get the shapes in several tables, the basis
     below them, so that no figure is cut."""
     shapes = [shape for shape in result.shapes if shape.estimate is not None]
-    rows = breakdown_rows(result, shapes)
+    rows = breakdown_rows(shapes)
     headers = [f"{shape.spec['batchsize']}×{shape.spec['kvseqlen']}" for shape in shapes]
     room = [max(len(cell) for cell in [headers[i]] + [row[2 + i] for row in rows]) + 3 for i in range(len(shapes))]
-    count = 1  # tables; kind and what keep 32 columns
-    while count < len(shapes) and max(sum(room[i:i + -(-len(shapes) // count)])
-                                      for i in range(len(shapes))) + 32 > width:
-        count += 1
-    per_table = -(-len(shapes) // count)
+    per_table = shapes_per_table(room, width)
     tables = []
     for first in range(0, len(shapes), per_table):
         chosen = range(first, min(first + per_table, len(shapes)))

@@ -29,6 +29,7 @@ from harness.emulator import launch_hip
 from harness.run import accuracy, faults
 from harness.run.faults import SubmissionImportError, TamperError
 from harness.run import timing
+from harness.run.stats import calculate_stats, should_stop
 from harness.run.limits import memory_limit, output_limit
 from harness.paths import REPO_ROOT
 from harness.run.poison import poison_output_memory, poisoned_share
@@ -240,10 +241,10 @@ def _run_single_benchmark(args: dict, recheck: bool, max_repeats: int, max_time_
                 figures, message = call_figures, call_message
         del output
         durations.append(duration)
-        stats = timing.calculate_stats(durations)
-        if timing.should_stop(stats, clock() - started, max_time_ns):
+        stats = calculate_stats(durations)
+        if should_stop(stats, clock() - started, max_time_ns):
             break
-    stats = timing.calculate_stats(durations)
+    stats = calculate_stats(durations)
     warnings = "\n".join(line for line in message.splitlines() if line.lower().startswith("warning"))
     return {"good": True, "message": warnings, "stats": dataclasses.asdict(stats), "notes": _submission_notes(),
             "accuracy": figures}

@@ -61,12 +61,6 @@ def git_checkout(root=paths.REPO_ROOT) -> dict | None:
     return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
-def _official_flush_fits() -> bool:
-    from harness.run import timing  # torch, which a CPU run's parent never needs
-
-    return timing.official_flush_fits()
-
-
 def check_results_writable() -> None:
     """The worker logs and the ledger must be writable before anything runs; ResultsError says why not."""
     for folder in (paths.log_dir(), paths.ledger_file().parent):
@@ -138,9 +132,12 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
         notices.append(f"On the CPU there is no cache flush: --flush {flush} is taken as none, and CPU times swing "
                        "with the machine's load (up to 16x measured on a shared 2-core machine): compare them only "
                        "within one run.")
-    if here.is_gpu and flush == "official" and mode in TIMED_MODES and not _official_flush_fits():
-        raise platforms.PlatformError("--flush official allocates 64 GiB per call, more than this GPU holds; "
-                                      "use --flush fast")
+    if here.is_gpu and flush == "official" and mode in TIMED_MODES:
+        from harness.run import timing  # torch: only a GPU run's parent needs it
+
+        if not timing.official_flush_fits():
+            raise platforms.PlatformError("--flush official allocates 64 GiB per call, more than this GPU holds; "
+                                          "use --flush fast")
     try:
         secret = protocol.secret_seed()
     except ValueError as error:

@@ -10,8 +10,6 @@ from typing import Callable
 
 import torch
 
-from harness.run.stats import Stats, calculate_stats, should_stop  # noqa: F401 (the child's names for them)
-
 FLUSH_MODES = ("fast", "official", "none")
 
 # The official flush (utils.clear_l2_cache_large): a 16000 x 1024 x 1024 float32 randn, 64 GiB.
