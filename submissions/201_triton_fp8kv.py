@@ -874,7 +874,7 @@ def mla_mxfp4_kernel(
 
 def _compute_units(device: torch.device) -> int:
     if device.type == "cpu":
-        return 4
+        return 256 if torch.version.hip else 4  # ROCm on a CPU: the gfx950 emulator, an MI355X's 256 CUs
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
@@ -934,7 +934,7 @@ def platform_defaults(device: torch.device) -> dict:
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
             "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0,
             "gluon_block": 64, "fused_merge": 0, "tma": 0}
-    if device.type == "cpu":
+    if device.type == "cpu" and not torch.version.hip:  # the interpreter (ROCm on a CPU: the gfx950 emulator)
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
         # Hopper: fp8 P.V needs V transposed at byte granularity in shared memory (byte stores: measured

@@ -111,6 +111,18 @@ def _counts(counts) -> dict:
     return flat
 
 
+def record_launch(kernel: str, grid, block, seconds: float, counts) -> None:
+    """One emulated launch (HIP or Triton), for summary()."""
+    _launches.append({"kernel": kernel, "grid": grid, "block": block,
+                      "seconds": seconds, "counts": _counts(counts)})
+
+
+def keep_fault(error: BaseException) -> None:
+    """The first emulator stop of a call, raised by checked() after it."""
+    if _state["fault"] is None:
+        _state["fault"] = error
+
+
 def _launch(fatbin, name, grid_p, block_p, args, shared) -> int:
     kernel = name.decode()
     grid = tuple(grid_p[i] for i in range(3))
@@ -122,13 +134,10 @@ def _launch(fatbin, name, grid_p, block_p, args, shared) -> int:
         started = time.monotonic()
         counts = _runner()(code, kernel, grid, block, kernarg,
                            dynamic_lds=shared, memory=host_memory())
-        _launches.append({"kernel": kernel, "grid": grid, "block": block,
-                          "seconds": time.monotonic() - started,
-                          "counts": _counts(counts)})
+        record_launch(kernel, grid, block, time.monotonic() - started, counts)
         return 0
     except BaseException as error:  # noqa: BLE001 - kept, raised after the call
-        if _state["fault"] is None:
-            _state["fault"] = error
+        keep_fault(error)
         library_fault = f"{type(error).__name__}: {error}"
         _state["library"].harness_set_fault(library_fault.encode()[:2000])
         return 1
