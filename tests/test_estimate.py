@@ -260,7 +260,7 @@ def test_a_triton_grid_smaller_than_the_chip_gets_only_its_share_of_the_bandwidt
     nbytes = 64e6
     small, full = (cost.price(calib.Launch("triton", "k", bytes=nbytes, programs=programs), model)
                    for programs in (4, 1024))
-    launch_us = model.calibration.torch_launch_us
+    launch_us = model.fixed_us("torch:launch")  # the facts' 2 us, updated by the fit
     assert full.low_us == pytest.approx(launch_us + nbytes / 8e12 * 1e6)
     assert small.low_us - launch_us == pytest.approx((full.low_us - launch_us) * 64)  # 4 of 256 CUs busy
     assert "on 4 of 256 CUs" in small.basis and cost.UNCALIBRATED in small.basis

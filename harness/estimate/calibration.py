@@ -180,8 +180,10 @@ def gemm_path_bytes(batch: int, kv: int) -> tuple:
 
 def _gemm_launches(s: dict, batch: int, kv: int) -> list[Launch]:
     gemm_bytes, other_bytes = gemm_path_bytes(batch, kv)
-    found = [Launch("gemm", "torch GEMM", count=int(s["gemms"]), bytes=gemm_bytes)]
-    return found + [Launch("torch", "torch elementwise", count=int(s["torch_launches"]), bytes=other_bytes)]
+    effects = tuple(s.get("effects", ()))  # torch.compile / TunableOp, when the file turns them on
+    found = [Launch("gemm", "torch GEMM", count=int(s["gemms"]), bytes=gemm_bytes, effects=effects)]
+    return found + [Launch("torch", "torch elementwise", count=int(s["torch_launches"]), bytes=other_bytes,
+                           effects=effects)]
 
 
 def shape_structure(row: Row, shape: tuple) -> dict:

@@ -23,19 +23,53 @@ class FitError(ValueError):
     """The figures cannot be fitted (message is one line)."""
 
 
-def _known_us(launches: list, cal: calib.Calibration) -> float:
-    """The part of a figure the facts already price (everything but syncs, asm kernels and GEMMs)."""
+PRIOR_WEIGHT = 1.0  # a fixed cost's facts value counts like one figure: off by 100% costs what a figure off by 100% does
+
+
+def _effect_factor(launch, cal: calib.Calibration) -> float:
+    """torch.compile / TunableOp scale a GEMM-path launch the way the price does (model._with_effects)."""
+    factor = 1.0
+    for name in launch.effects:
+        factor *= (cal.effects or {}).get(name, (1.0, ""))[0]
+    return factor
+
+
+def _split(launches: list, cal: calib.Calibration) -> tuple:
+    """(known us, fit columns) of one figure. Known: the Python call, the bytes of torch and Triton launches, and
+    whatever has no column. Columns: asm kernels, GEMMs and syncs as before, and the fixed costs that have a prior
+    in the facts (a small torch launch, an allocation, each aiter helper's first launch), which the fit updates."""
     probe = Model(calibration=cal, coefficients={}, fitted=frozenset())
-    return sum(price(launch, probe).us for launch in launches if launch.kind not in ("sync", "asm", "gemm"))
+    known, found = 0.0, {}
 
+    def add(key: str, value: float) -> None:
+        found[key] = found.get(key, 0.0) + value
 
-def _features(launches: list) -> dict:
-    found: dict = {}
     for launch in launches:
-        parts = (asm_features(launch) if launch.kind == "asm" else gemm_features(launch) if launch.kind == "gemm"
-                 else {"sync": float(launch.count)} if launch.kind == "sync" else {})
-        for key, value in parts.items():
-            found[key] = found.get(key, 0.0) + value
+        factor = _effect_factor(launch, cal) if launch.kind in ("gemm", "torch") else 1.0
+        if launch.kind == "asm":
+            for key, value in asm_features(launch).items():
+                add(key, value)
+        elif launch.kind == "gemm":
+            for key, value in gemm_features(launch).items():
+                add(key, value * (factor if key == "gemm:launch" else 1.0))
+        elif launch.kind == "sync":
+            add("sync", float(launch.count))
+        elif launch.kind == "alloc":
+            add("alloc", float(launch.count))
+        elif launch.kind == "aiter" and launch.name in cal.aiter_kernel_us:
+            add(f"aiter:{launch.name}", 1.0)
+            add("torch:launch", float(launch.count - 1))
+        elif launch.kind in ("torch", "triton"):
+            known += price(launch, probe).us - cal.torch_launch_us * launch.count * factor
+            add("torch:launch", launch.count * factor)
+        else:
+            known += price(launch, probe).us
+    return known, found
+
+
+def _priors(cal: calib.Calibration) -> dict:
+    found = {"torch:launch": cal.torch_launch_us, "alloc": cal.allocation_us}
+    found.update({f"aiter:{name}": us for name, us in cal.aiter_kernel_us.items()})
     return found
 
 
@@ -60,7 +94,8 @@ def fit(cal: calib.Calibration, skip_files: frozenset = frozenset()) -> Model:
     found = points(cal, skip_files)
     if not found:
         raise FitError("no calibration figures to fit")
-    rows = [_features(launches) for _, _, _, launches in found]
+    split = [_split(launches, cal) for _, _, _, launches in found]
+    rows = [columns for _, columns in split]
     columns = sorted({key for row in rows for key in row})
     # without a sync-free figure (or without a synced one) the sync cost merges with the fixed costs
     if "sync" in columns and len({row.get("sync", 0.0) for row in rows}) == 1:
@@ -71,7 +106,12 @@ def fit(cal: calib.Calibration, skip_files: frozenset = frozenset()) -> Model:
             columns.remove(f"{variant}:per_cu")
     weight = np.array([1.0 / us for _, _, us, _ in found])
     matrix = np.array([[row.get(c, 0.0) for c in columns] for row in rows]) * weight[:, None]
-    target = np.array([us - _known_us(launches, cal) for _, _, us, launches in found]) * weight
+    target = np.array([us - known for (_, _, us, _), (known, _) in zip(found, split)]) * weight
+    priors = {c: v for c, v in _priors(cal).items() if c in columns and v > 0}
+    for column, value in priors.items():  # pseudo-figures: (coefficient - prior) / prior, weighted
+        extra = np.zeros(len(columns))
+        extra[columns.index(column)] = PRIOR_WEIGHT / value
+        matrix, target = np.vstack([matrix, extra]), np.append(target, PRIOR_WEIGHT)
     coefficients = _solve(matrix, target, columns)
     counts: dict = {}
     for _, _, _, launches in found:

@@ -52,6 +52,18 @@ class Model:
     def sync_identified(self) -> bool:
         return "sync" in self.fitted
 
+    def fixed_us(self, column: str) -> float:
+        """A fixed cost the fit may have updated from the facts' value (its prior): "torch:launch", "alloc",
+        "aiter:metadata", "aiter:reduce", "aiter:quant"."""
+        if column in self.coefficients:
+            return self.coefficients[column]
+        cal = self.calibration
+        if column == "torch:launch":
+            return cal.torch_launch_us
+        if column == "alloc":
+            return cal.allocation_us
+        return cal.aiter_kernel_us[column.split(":", 1)[1]]
+
     def variants(self) -> list[str]:
         return sorted(key.split(":")[0] for key in self.fitted if key.endswith(":fixed"))
 
@@ -88,6 +100,10 @@ class Priced:
     kernel_model: bool = False  # priced from the kernel's gfx950 compile (kernel_model.py), not by bytes alone
 
 
+def _fixed_basis(model: Model, column: str) -> str:
+    return "fitted (prior: facts)" if column in model.coefficients else "fixed (facts)"
+
+
 def _helper_kind(name: str) -> str | None:
     text = name.lower()
     for kind in ("metadata", "reduce", "quant"):
@@ -103,8 +119,9 @@ def _bytes_range(nbytes: float, model: Model, share: float = 1.0) -> tuple:
     return low, low, nbytes / (model.slowest_bandwidth() * share) * 1e6
 
 
-def _with_effects(priced: Priced, model: Model) -> Priced:
-    """torch.compile / TunableOp: the point and low end scaled by their public factor, the high end unscaled."""
+def _with_effects(priced: Priced, model: Model, fixed_us: float) -> Priced:
+    """torch.compile / TunableOp: the launch part (`fixed_us`) of the point and low end scaled by their public factor,
+    the bytes left alone (fusing launches and picking GEMM kernels do not make HBM faster); the high end unscaled."""
     factor, names = 1.0, []
     for name in priced.launch.effects:
         value = (model.calibration.effects or {}).get(name)
@@ -113,15 +130,19 @@ def _with_effects(priced: Priced, model: Model) -> Priced:
             names.append(f"{name} x{value[0]:.2f}")
     if not names:
         return priced
-    return Priced(priced.launch, priced.us * factor, priced.low_us * factor, priced.high_us,
-                  f"{priced.basis}; {', '.join(names)} (one public pair each)", False)
+    saved = fixed_us * (1 - factor)
+    return Priced(priced.launch, priced.us - saved, priced.low_us - saved, priced.high_us,
+                  f"{priced.basis}; {', '.join(names)} on its launches (one public pair each)", False)
+
+
+def _inside(per_cu: float, span: tuple) -> bool:
+    return span[0] - 1e-9 <= per_cu <= span[1] + 1e-9
 
 
 def _asm_price(launch: Launch, model: Model) -> Priced:
     variant = launch.variant
     fewest, most = model.ranges.get(variant, (0.0, math.inf))
-    inside = fewest - 1e-9 <= launch.per_cu <= most + 1e-9
-    if variant in model.variants() and inside:
+    if variant in model.variants() and _inside(launch.per_cu, (fewest, most)):
         us = model.asm_us(launch)
         return Priced(launch, us, us, us, f"fitted to {model.points.get(variant, 0)} figures", True)
     others = [model.asm_us(launch, other) for other in model.variants()] or [0.0]
@@ -132,16 +153,18 @@ def _asm_price(launch: Launch, model: Model) -> Priced:
                   f"{why}: bounded by the calibrated variants", False)
 
 
+
 def _gemm_price(launch: Launch, model: Model) -> Priced:
     c = model.coefficients
     if model.gemm_calibrated():
-        us = c.get("gemm:launch", 0.0) * launch.count + c.get("gemm:per_gb", 0.0) * launch.bytes / 1e9
+        fixed = c.get("gemm:launch", 0.0) * launch.count
+        us = fixed + c.get("gemm:per_gb", 0.0) * launch.bytes / 1e9
         return _with_effects(Priced(launch, us, us, us, f"fitted to {model.points.get('gemm', 0)} figures",
-                                    True), model)
-    base = model.calibration.torch_launch_us * launch.count
+                                    True), model, fixed)
+    base = model.fixed_us("torch:launch") * launch.count
     point, low, high = _bytes_range(launch.bytes, model)
     return _with_effects(Priced(launch, base + point, base + low, base + high,
-                                f"no GEMM figure: launch (facts) + bytes: {UNCALIBRATED}", False), model)
+                                f"no GEMM figure: launch (facts) + bytes: {UNCALIBRATED}", False), model, base)
 
 
 def price(launch: Launch, model: Model, kernels=None) -> Priced:
@@ -153,8 +176,8 @@ def price(launch: Launch, model: Model, kernels=None) -> Priced:
         us = cal.python_call_us * n
         return Priced(launch, us, us, us, "fixed (facts)", True)
     if launch.kind == "alloc":
-        us = cal.allocation_us * n
-        return Priced(launch, us, us, us, "fixed (facts)", True)
+        us = model.fixed_us("alloc") * n
+        return Priced(launch, us, us, us, _fixed_basis(model, "alloc"), True)
     if launch.kind == "sync":
         us = model.sync_us * n
         basis = "fitted" if model.sync_identified else "fitted (sync not identified in this fit)"
@@ -166,25 +189,26 @@ def price(launch: Launch, model: Model, kernels=None) -> Priced:
     if launch.kind == "aiter":
         kind = _helper_kind(launch.name)
         if kind in cal.aiter_kernel_us:  # the facts time one call of each; a call's further launches are small ones
-            us = cal.aiter_kernel_us[kind] + cal.torch_launch_us * (n - 1)
-            return Priced(launch, us, us, us, "fixed (facts)", True)
+            us = model.fixed_us(f"aiter:{kind}") + model.fixed_us("torch:launch") * (n - 1)
+            return Priced(launch, us, us, us, _fixed_basis(model, f"aiter:{kind}"), True)
         helpers = list(cal.aiter_kernel_us.values()) + [cal.torch_launch_us]
         low, high = min(helpers) * n, max(helpers) * n
         return Priced(launch, math.sqrt(low * high), low, high, f"no figure for {launch.name}: bounded by the "
                       "aiter helpers' figures", False)
     found = _launch_and_bytes(launch, model, kernels)
-    return _with_effects(found, model) if launch.kind == "torch" else found
+    return _with_effects(found, model, model.fixed_us("torch:launch") * launch.count) if launch.kind == "torch" \
+        else found
 
 
 def _launch_and_bytes(launch: Launch, model: Model, kernels) -> Priced:
     """torch ops and Triton kernels: a launch from the facts, their bytes by the roofline; a Triton grid of fewer
     programs than compute units keeps only that share of the chip (and of its bandwidth) busy."""
     cal = model.calibration
-    base = cal.torch_launch_us * launch.count
+    base = model.fixed_us("torch:launch") * launch.count
     share = min(1.0, launch.programs / cal.compute_units) if launch.programs else 1.0
     point, low, high = _bytes_range(launch.bytes, model, share)
     if launch.bytes <= 0:
-        return Priced(launch, base, base, base, "fixed (facts)", True)
+        return Priced(launch, base, base, base, _fixed_basis(model, "torch:launch"), True)
     compiled = kernels.get(launch.kernel) if kernels is not None and launch.kind == "triton" else None
     if compiled is not None:
         found = kernel_model.price(launch.bytes, launch.programs, compiled, kernels.costs, cal.peak_bandwidth,
