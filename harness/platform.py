@@ -17,9 +17,11 @@ OPTIONAL_AITER_STANDIN = ("aiter (optional): the harness's stand-in serves `impo
                           "path runs where it imports it (correctness only)")
 EMULATOR_COVERS = ("HIP kernels run on the harness's gfx950 emulator (harness/emulator/README.md): scalar, vector, "
                    "packed, DPP/SDWA, LDS, global, buffer, LDS-DMA and MFMA instructions, with LDS-race and "
-                   "bounds checks; Triton kernels not covered; an instruction it lacks skips the case "
+                   "bounds checks; Triton kernels only with --device gfx950; an instruction it lacks skips the case "
                    "(\"not emulated: ...\")")
 EMULATED_HIP = f"{EMULATOR_MARK} ({EMULATOR_COVERS})"
+EMULATED_TRITON = (f"{EMULATOR_MARK}: Triton kernels compiled for gfx950 by Triton's AMD backend and run on the "
+                   "emulator with the file's own grid and arguments (torch reports ROCm to the file)")
 
 
 class PlatformError(ValueError):
@@ -33,6 +35,7 @@ class Platform:
     arch: str  # "sm_90", "gfx950", "cpu"
     versions: dict
     emulate_gfx950: bool = False  # --device gfx950: HIP runs on the emulator even where a GPU is
+    emulate_triton: bool = False  # --device gfx950 only: Triton kernels compiled for gfx950 run on it too
 
     @property
     def is_gpu(self) -> bool:
@@ -114,7 +117,7 @@ def detect(device: str = "auto") -> Platform:
         if problem:
             raise PlatformError(f"--device gfx950: the gfx950 emulator cannot run here: {problem}")
         here = detect("cpu")
-        return dataclasses.replace(here, emulate_gfx950=True)
+        return dataclasses.replace(here, emulate_gfx950=True, emulate_triton=True)
     if device == "cpu" or (device == "auto" and not _gpu_device_files()):  # no torch import: 1.3 s a command
         return _cpu_platform()
     import torch
@@ -155,8 +158,9 @@ def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
         notes.append(OPTIONAL_AITER_STANDIN if "aiter" in submission.optional else AITER_STANDIN)
     if emulates_hip(submission, platform):
         notes.append(EMULATED_HIP)
-    uses_triton = "triton" in needs or ("triton" in submission.optional and _available("triton", platform))
-    if uses_triton and platform.backend == "cpu":
+    if emulates_triton(submission, platform):
+        notes.append(EMULATED_TRITON)
+    elif interprets_triton(submission, platform):
         notes.append("Triton kernels run through the interpreter (TRITON_INTERPRET=1)")
     return True, "; ".join(notes)
 
@@ -169,7 +173,24 @@ def standin_serves_aiter(submission: Submission, platform: Platform) -> bool:
 def interprets_triton(submission: Submission, platform: Platform) -> bool:
     """Its Triton kernels run through TRITON_INTERPRET here (on a CPU; an optional triton import succeeds wherever
     Triton is installed, so its kernels need the interpreter too)."""
-    return "triton" in (submission.requirements | submission.optional) and not platform.is_gpu
+    return (uses_triton(submission, platform) and not platform.is_gpu
+            and not emulates_triton(submission, platform))
+
+
+def uses_triton(submission: Submission, platform: Platform) -> bool:
+    return "triton" in submission.requirements or (
+        "triton" in submission.optional and _available("triton", platform))
+
+
+def emulates_triton(submission: Submission, platform: Platform) -> bool:
+    """Its Triton kernels are compiled for gfx950 and run on the emulator here (--device gfx950 without a ROCm GPU)."""
+    return (uses_triton(submission, platform) and platform.backend != "rocm" and platform.emulate_triton
+            and emulator_missing() is None)
+
+
+def emulates(submission: Submission, platform: Platform) -> bool:
+    """Some of its kernels (HIP, or Triton with --device gfx950) run on the gfx950 emulator here."""
+    return emulates_hip(submission, platform) or emulates_triton(submission, platform)
 
 
 def _available(name: str, platform: Platform) -> bool:
@@ -222,12 +243,15 @@ def emulated(platform: Platform) -> Platform:
     return dataclasses.replace(platform, device_name=EMULATOR_MARK, arch=EMULATOR_ARCH, emulate_gfx950=True)
 
 
-def emulator_environment() -> dict:
-    """What the child of an emulated run is told: emulate, and where the HIP toolchain and the parent's builds are
-    (its own XDG_CACHE_HOME is the run's scratch)."""
+def emulator_environment(submission: Submission, platform: Platform) -> dict:
+    """What the child of an emulated run is told: emulate (HIP, and Triton with --device gfx950), and where the HIP
+    toolchain and the parent's builds are (its own XDG_CACHE_HOME is the run's scratch)."""
     from harness.compile.hip import toolchain
 
-    return {"HARNESS_EMULATE_GFX950": "1", "HARNESS_HIP_CACHE": str(toolchain.cache_root())}
+    env = {"HARNESS_EMULATE_GFX950": "1", "HARNESS_HIP_CACHE": str(toolchain.cache_root())}
+    if emulates_triton(submission, platform):
+        env["HARNESS_EMULATE_TRITON"] = "1"
+    return env
 
 
 def emulator_status(here) -> str:

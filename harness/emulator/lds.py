@@ -43,7 +43,11 @@ class LDS:
     def write(self, wave: int, addresses: np.ndarray, data: np.ndarray, atomic: bool = False) -> None:
         index = self.span(addresses, data.shape[1], "write")
         if self.checked and not atomic:
-            self.check(wave, index, writing=True)
+            changed = self.bytes[index] != data  # storing what is there already (replicated data) is no race
+            if changed.all():
+                self.check(wave, index, writing=True)
+            elif changed.any():
+                self.check(wave, index[changed], writing=True)
         self.bytes[index] = data
 
     def check(self, wave: int, index: np.ndarray, writing: bool) -> None:

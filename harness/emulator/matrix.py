@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import NotEmulated
 from .numerics import BF8_E5M2, FORMATS, FP8_E4M3, e8m0_scale, encode_minifloat
-from .operands import parse, vector_reader, vector_writer, write_rows
+from .operands import full_exec, parse, vector_reader, vector_writer, write_rows
 from .valu import bits
 from .wave import lanes64
 
@@ -76,10 +76,17 @@ def register_count(kind: str, values: int) -> int:
     return max(values * bits_per // 32, 1)
 
 
-def k_order(m: int, k: int, operand: str) -> np.ndarray:
-    """The K index of each lane's values [64, per-lane] (the same for A and B)."""
-    per_lane = k // (64 // m)
-    return (np.arange(64) // m)[:, None] * per_lane + np.arange(per_lane)
+def k_order(m: int, k: int, operand: str, kind: str = "") -> np.ndarray:
+    """The K index of each lane's values [64, per-lane] (the same for A and B). 8-bit values of the 128-K
+    (16x16) and 64-K (32x32) shapes come as two halves, the second K/2 further on; fp4 and the rest are one run."""
+    groups = 64 // m
+    per_lane = k // groups
+    group = (np.arange(64) // m)[:, None]
+    if kind in ("fp8", "bf8") and per_lane == 32:
+        value = np.arange(per_lane)[None, :]
+        half = per_lane // 2
+        return value // half * (k // 2) + group * half + value % half
+    return group * per_lane + np.arange(per_lane)
 
 
 def layout(m: int, k: int):
@@ -106,7 +113,7 @@ def build_mfma(ins, name):
         raise NotEmulated(ins.mnemonic)
     kind_a, kind_b = element_kinds(ins, suffix)
     owner, _, out_rows, per_lane = layout(m, k)
-    ks_a, ks_b = k_order(m, k, "A"), k_order(m, k, "B")
+    ks_a, ks_b = k_order(m, k, "A", kind_a), k_order(m, k, "B", kind_b)
     ops = [parse(text) for text in ins.operands]
     destination, a_op, b_op, c_op = ops[:4]
     count_a, count_b = register_count(kind_a, per_lane), register_count(kind_b, per_lane)
@@ -221,13 +228,80 @@ def cvt_scalef32(ins, name):
     raise NotEmulated(ins.mnemonic)
 
 
+def transpose_source(element_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """ds_read_b64_tr_b8/_b16: (source lane, source element) of each lane's result element [64, per-lane].
+    Per 16-lane row, the lanes that agree on l % (16 // per-lane) form one group: its lanes' 64-bit loads are the
+    rows of a square matrix, and lane p of the group receives column p (two 8x8 byte transposes for b8, over the
+    even and the odd lanes; four 4x4 for b16)."""
+    per_lane = 8 // element_bytes
+    stride = 16 // per_lane
+    lane = np.arange(64)[:, None]
+    element = np.arange(per_lane)[None, :]
+    row, within = lane // 16 * 16, lane % 16
+    return row + element * stride + within % stride, np.broadcast_to(within // stride, (64, per_lane))
+
+
+def ds_read_transposed(ins, name):
+    """ds_read_b64_tr_b8 / _b16: every lane loads 8 bytes at its address, then the loads are transposed
+    across lanes (transpose_source). The ISA wants every lane active (EXEC all ones)."""
+    from .ds import count_bytes, ds_base
+    element_bytes = {"read_b64_tr_b8": 1, "read_b64_tr_b16": 2}.get(name)
+    if element_bytes is None:
+        raise NotEmulated(ins.mnemonic)
+    destination = parse(ins.operands[0])
+    base = ds_base(ins, ins.operands[1])
+    lanes, elements = transpose_source(element_bytes)
+    every = np.arange(64)
+
+    def run(w):
+        if not full_exec(w):  # undefined in the ISA: not a verdict we can give
+            raise NotEmulated(f"{ins.mnemonic} with lanes off")
+        loaded = w.lds.read(w.index, base(w, every), 8)
+        count_bytes(w, "lds_read", loaded.size)
+        per_element = loaded.view(np.uint8 if element_bytes == 1 else np.uint16)
+        result = np.ascontiguousarray(per_element[lanes, elements]).view(np.uint32)
+        write_rows(w, destination.index, result.reshape(64, 2).T)
+    return run
+
+
+def scaled_to_half(ins, name):
+    """v_cvt_scalef32_pk_{f16,bf16}_{fp8,bf8,fp4}: two codes of S0 (op_sel picks the half word, or the byte for
+    fp4) decoded, times 2^exponent(S1), rounded to f16/bf16 (nearest even) and packed."""
+    from .numerics import f32_to_bf16
+    target, source = name[len("cvt_scalef32_pk_"):].split("_")
+    table, width = FORMATS[source]
+    sel = bits(ins.modifiers.get("op_sel"))
+    ops = [parse(text) for text in ins.operands]
+    read, scale = vector_reader(ops[1]), vector_reader(ops[2])
+    write = vector_writer(ops[0])
+    shift = 16 * sel[0] if width == 8 else 8 * (sel[0] | sel[1] << 1)
+    mask = np.uint32((1 << width) - 1)
+
+    def to_half(values: np.ndarray) -> np.ndarray:
+        single = values.astype(np.float32)
+        if target == "bf16":
+            return f32_to_bf16(single).astype(np.uint32)
+        return single.astype(np.float16).view(np.uint16).astype(np.uint32)
+
+    def run(w):
+        raw = lanes64(read(w)) >> np.uint32(shift)
+        factor = scale_factor(scale(w))
+        low, high = table[raw & mask] * factor, table[raw >> np.uint32(width) & mask] * factor
+        write(w, to_half(low) | to_half(high) << np.uint32(16))
+    return run
+
+
 def build(ins, name):
+    if name.startswith("read_b64_tr"):
+        return ds_read_transposed(ins, name)
     if name.startswith("mfma_"):
         return build_mfma(ins, name)
     if name.startswith("accvgpr_"):
         return accvgpr(ins, name)
     if name.startswith(("permlane16_swap", "permlane32_swap")):
         return permlane_swap(ins, name)
+    if re.match(r"cvt_scalef32_pk_(f16|bf16)_(fp8|bf8|fp4)$", name):
+        return scaled_to_half(ins, name)
     if name.startswith("cvt_scalef32_"):
         return cvt_scalef32(ins, name)
     raise NotEmulated(ins.mnemonic)

@@ -163,6 +163,7 @@ OPS = {
     "cvt_f32_ubyte2": (F, [UU], lambda a: (a >> U32(16) & U32(0xFF)).astype(np.float32)),
     "cvt_f32_ubyte3": (F, [UU], lambda a: (a >> U32(24)).astype(np.float32)),
     "cvt_pk_bf16_f32": (UU, [F, F], lambda a, b: f32_to_bf16(a) | f32_to_bf16(b) << U32(16)),
+    "cvt_pk_f16_f32": (UU, [F, F], lambda a, b: half_bits(a) | half_bits(b) << U32(16)),
     "cvt_pkrtz_f16_f32": (UU, [F, F], lambda a, b: rtz_f16(a) | rtz_f16(b) << U32(16)),
     "pack_b32_f16": (UU, ["u16", "u16"], lambda a, b: u(a) | u(b) << U32(16)),
     "fract_f32": (F, [F], fract), "trunc_f32": (F, [F], np.trunc), "ceil_f32": (F, [F], np.ceil),
@@ -270,6 +271,11 @@ def bit_reverse(x):
     for bit in range(32):
         out |= ((x >> U32(bit)) & U32(1)) << U32(31 - bit)
     return out
+
+
+def half_bits(x):
+    """float32 -> f16 bits, nearest even (numpy converts from float32 directly: one rounding)."""
+    return u(x.astype(np.float16).view(np.uint16))
 
 
 def rtz_f16(x):

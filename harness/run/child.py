@@ -25,7 +25,7 @@ import signal
 import sys
 
 from harness.aiter_standin import loader as aiter_standin
-from harness.emulator import launch_hip
+from harness.emulator import launch_hip, launch_triton
 from harness.run import accuracy, faults
 from harness.run.faults import SubmissionImportError, TamperError
 from harness.run import timing
@@ -182,7 +182,8 @@ def _custom_kernel():
     if not callable(custom_kernel):
         raise SubmissionImportError("the submission defines no custom_kernel(data)")
     # On the emulator a kernel's fault or missing instruction stops the call, whatever the submission catches.
-    return launch_hip.checked(custom_kernel) if launch_hip.requested() else custom_kernel
+    return launch_hip.checked(custom_kernel) if launch_hip.requested() or launch_triton.requested() \
+        else custom_kernel
 
 
 def _submission_notes() -> dict:
@@ -383,6 +384,8 @@ def child_main(argv: list[str] | None = None) -> int:
     aiter_standin.install()  # last on sys.meta_path: serves `import aiter` only where no real aiter is found
     if launch_hip.requested():
         launch_hip.install()  # HIP without ROCm: our runtime and load_inline, kernels on the gfx950 emulator
+    if launch_triton.requested():
+        launch_triton.install()  # Triton's driver: compile for gfx950, run the code object on the emulator
 
     trust_current_environment()  # the originals, taken before the submission is imported
     requests = os.fdopen(options.request_fd, "r")

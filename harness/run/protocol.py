@@ -21,7 +21,7 @@ from harness.run.stats import Stats
 from harness.run.cases import MODES, spec_line
 from harness.results.figures import geomean
 from harness.run.limits import invalid_limits
-from harness.platform import (AITER_STANDIN, AITER_STANDIN_MARK, Platform, can_run, emulated, emulates_hip,
+from harness.platform import (AITER_STANDIN, AITER_STANDIN_MARK, Platform, can_run, emulated, emulates,
                               emulator_environment, interprets_triton, standin_serves_aiter)
 from harness.submission import Submission
 from harness.run.worker import Worker
@@ -377,7 +377,7 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
     cases = make_cases(specs, secret)
     log_path = log_file_for(submission, mode, log_dir)
     interpret = interprets_triton(submission, platform)
-    emulate = emulates_hip(submission, platform)
+    emulate = emulates(submission, platform)  # HIP, or Triton under --device gfx950
     limit = TimeLimit(timeout_s, case_timeout_s)
     if interpret or emulate:
         budgets = interpreter_budgets(budgets)
@@ -387,7 +387,7 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
         progress(None, None, "starting the worker")
 
     with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret, jail=jail,
-                on_start=starting, emulator=emulator_environment() if emulate else None) as worker:
+                on_start=starting, emulator=emulator_environment(submission, platform) if emulate else None) as worker:
         stressed = []
         if mode in ("benchmark", "leaderboard") and emulate:  # an emulator's times mean nothing: one checked call
             warnings.append(f"{mode} mode on the gfx950 emulator: one checked call per case, no timed calls "

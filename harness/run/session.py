@@ -121,6 +121,9 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
     if here.emulate_gfx950:
         notices.append(f"HIP kernels run on the harness's gfx950 emulator ({platforms.EMULATOR_MARK}; "
                        "--device cpu: the plain CPU).")
+    if here.emulate_triton:
+        notices.append("Triton kernels are compiled for gfx950 and run on the emulator (--device gfx950): minutes "
+                       "a case, correctness only.")
     defaulted = cases_arg is None
     if cases_arg is None:
         cases_arg = "official" if here.is_gpu else "small"

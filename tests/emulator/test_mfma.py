@@ -1,5 +1,6 @@
 """MFMA on the emulator: clang-22-compiled kernels using __builtin_amdgcn_mfma_* against torch, and
-the K order of the f8f6f4 shapes told apart by per-32-value e8m0 scales."""
+the K order of the f8f6f4 shapes told apart by per-32-value e8m0 scales (fp8: two 16-value halves
+64 apart, as Triton's AMD backend lays them out; tests/emulator/test_triton.py has its witness)."""
 import numpy as np
 import torch
 
@@ -41,9 +42,10 @@ KERNEL void mm(const unsigned char* a, const unsigned char* bt, const unsigned c
                const unsigned char* sb, float* d) {
   int l = tid();
   i32x8 x, y;
-  const int* pa = (const int*)(a + (l % 16) * 128 + (l / 16) * 32);
-  const int* pb = (const int*)(bt + (l % 16) * 128 + (l / 16) * 32);
-  for (int e = 0; e < 8; ++e) { x[e] = pa[e]; y[e] = pb[e]; }
+  // fp8: K 16g..16g+15 in x[0..3], K 64+16g.. in x[4..7] (g = l / 16)
+  const int* pa = (const int*)(a + (l % 16) * 128 + (l / 16) * 16);
+  const int* pb = (const int*)(bt + (l % 16) * 128 + (l / 16) * 16);
+  for (int e = 0; e < 4; ++e) { x[e] = pa[e]; y[e] = pb[e]; x[e + 4] = pa[e + 16]; y[e + 4] = pb[e + 16]; }
   f32x4 c = {0, 0, 0, 0};
   c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(x, y, c, 0, 0, 0, sa[(l % 16) * 4 + l / 16],
                                                        0, sb[(l % 16) * 4 + l / 16]);
@@ -94,14 +96,13 @@ def test_scaled_16x16x128_f8f6f4_with_32_value_scale_blocks_matches_torch():
 
 
 def test_a_planted_wrong_k_order_for_a_fails_the_scaled_test(monkeypatch):
-    """A's K order as two 16-value chunks 64 apart per lane group (B kept): the result moves."""
+    """A's fp8 K order as 32 contiguous values per lane group (B kept): the result moves."""
     right = matrix.k_order
 
-    def swapped(m, k, operand):
+    def swapped(m, k, operand, kind=""):
         if operand != "A" or (m, k) != (16, 128):
-            return right(m, k, operand)
-        group, half = (np.arange(64) // 16)[:, None], np.arange(32)
-        return np.where(half < 16, group * 16 + half, 64 + group * 16 + half - 16)
+            return right(m, k, operand, kind)
+        return (np.arange(64) // 16)[:, None] * 32 + np.arange(32)
     monkeypatch.setattr(matrix, "k_order", swapped)
     d, expected = scaled_case()
     assert not torch.allclose(d, expected, rtol=1e-2, atol=1.0)
