@@ -12,6 +12,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 # V="default= l2=l2_hint:1 x2=splitsx:2 l2x2=l2_hint:1,splitsx:2",
 # V="default= g=guess_first:1 c=tma:0 g2=guess_first:1", V="default= a=l2_ahead:1 a2=l2_ahead:1" (the options
 # l2_hint, guess_first and l2_ahead measured no gain; guess_first and l2_ahead are in commit 08b1383)
+# 2026-12-02 (bench/notes/2026-12-02-issue31.md): FLUSHES=dirty,clean,codewarm adds the code-warm probe;
+# NCU_V and TRACE_V name the variant that Nsight Compute and the extra traces take.
 V=${V:-"default= c=tma:0"}
 PIDS=()
 for v in $V; do  # one compiling process per variant (Triton's cache is shared)
@@ -20,7 +22,8 @@ for v in $V; do  # one compiling process per variant (Triton's cache is shared)
 done
 wait "${PIDS[@]}"
 grep -h "FAIL\|Error" "$OUT"/warm_*.txt | head -8
-timeout 200 python3 bench/tools/flush_probe_201.py --out "$OUT" --reps "${REPS:-20}" $V 2>&1 | grep -vi warn \
+timeout 200 python3 bench/tools/flush_probe_201.py --out "$OUT" --reps "${REPS:-20}" \
+  --flushes "${FLUSHES:-dirty,clean}" $V 2>&1 | grep -vi warn \
   >"$OUT/probe.txt"
 timeout 90 python3 bench/tools/trace_201.py --out "$OUT" 2>&1 | grep -vi warn >"$OUT/trace.txt"
 for t in ${TRACE_V:-}; do  # more traces: key:value,... each

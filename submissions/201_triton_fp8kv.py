@@ -34,6 +34,9 @@ the earlier V^T buffer in shared memory. `gluon=0` selects the Triton kernel abo
 NVIDIA default: pv_chunks=4, reload=1). Options measured and not taken (bench/NOTES.md, issue 20): gluon_block=128
 (two warpgroups per program on 128-token tiles), stages 1, 3 or 4, bf16 partials. `trace=<int64 tensor>` records
 each program's start, first tile and end (%globaltimer) and SM for bench/tools/trace_201.py.
+Issue 31: with a KV of at most 4x the L2, the TMA tile copies carry an L2 evict-first policy (a PTX stage added to
+Triton's pipeline rewrites the marked kernel's copies, see l2_evict_first_ptx), so that the dirty lines a cache flush
+leaves behind are not what the KV's lines evict.
 
 Issue 20: on sm90 the splits of a sequence merge it themselves (fused_merge): the launch is cooperative (every program
 resident), each split stores its partial, takes a ticket from a per-sequence counter that only grows, waits until
@@ -47,6 +50,8 @@ custom_kernel picks the launch options per platform (torch.version.hip / device 
 NVIDIA, AMD and under TRITON_INTERPRET=1 on a CPU (the Triton kernel; the Gluon one is sm90-only).
 """
 import os
+import re
+import zlib
 
 import torch
 import triton
@@ -290,6 +295,51 @@ try:
 except Exception:  # older triton, or a platform without the Hopper set
     HAVE_GLUON = False
 
+# Issue 31: the harness's flush leaves L2 full of dirty lines, and every line a tile brings in evicts one (a DRAM
+# write-back under the kernel's reads: ~30 MB, 4.5 us of geomean, bench/notes/2026-12-01-issue31.md). A TMA copy
+# with an L2 evict-first cache policy makes the KV's own lines the victims instead. Gluon (triton 3.6) gives its TMA
+# copy no cache hint, so a kernel compiled with L2_EVICT_FIRST carries a marker comment, and a PTX stage added to
+# Triton's compile pipeline (installed on the first such plan) rewrites that kernel's tensor copies to the
+# `.L2::cache_hint` form with a `createpolicy ... evict_first` operand. Any other kernel's PTX passes unchanged.
+L2_MARK = "mla201-l2-evict-first"
+_TMA_COPY = re.compile(r"^(\s*)(@!?%p\d+ )?(cp\.async\.bulk\.tensor\.\dd\.shared::(?:cluster|cta)\.global"
+                       r"\.mbarrier::complete_tx::bytes) (\[[^\]]*\], \[[^\]]*\], \[[^\]]*\]);$", re.M)
+
+
+def l2_evict_first_ptx(ptx: str) -> str:
+    """The marked kernel's TMA tile copies with an evict-first L2 policy (each in a PTX scope of its own)."""
+    if L2_MARK not in ptx:
+        return ptx
+    return _TMA_COPY.sub(lambda m: (f"{m[1]}{{ .reg .b64 %l2ef; createpolicy.fractional.L2::evict_first.b64 %l2ef, "
+                                    f"1.0; {m[2] or ''}{m[3]}.L2::cache_hint {m[4]}, %l2ef; }}"), ptx)
+
+
+_PTX_HOOKED: list = []
+
+
+def _install_l2_hint_stage() -> None:
+    """Wrap the NVIDIA backend's PTX stage with l2_evict_first_ptx (once per process; an earlier hook still runs)."""
+    if _PTX_HOOKED:
+        return
+    runtime = triton.knobs.runtime
+    earlier = runtime.add_stages_inspection_hook
+
+    def add_stage(*args):
+        if not args:  # newer Triton asks the hook for its part of the cache key: (key, hash); the rewrite's own
+            key, digest = earlier() if earlier is not None else ("", "")  # pattern is in it, so an edit recompiles
+            mine = f"{L2_MARK}-{zlib.crc32(_TMA_COPY.pattern.encode()):08x}"
+            return f"{key}+{mine}", f"{digest}+{mine}"
+        if earlier is not None:
+            earlier(*args)
+        stages = next(a for a in args if isinstance(a, dict))
+        if "ptx" in stages:
+            make_ptx = stages["ptx"]
+            stages["ptx"] = lambda src, metadata: l2_evict_first_ptx(make_ptx(src, metadata))
+
+    runtime.add_stages_inspection_hook = add_stage
+    _PTX_HOOKED.append(add_stage)
+
+
 if HAVE_GLUON:
     @gluon.jit
     def _gl_issue_tile(kv_ptr, kn_buf, kr_buf, first, hi, BLOCK_N: gl.constexpr, NW: gl.constexpr = 4):
@@ -443,10 +493,14 @@ if HAVE_GLUON:
         FUSED_MERGE: gl.constexpr = False,  # cooperative launch: the splits of a sequence merge it themselves
         MERGE_ELEMS: gl.constexpr = 512,  # FUSED_MERGE: output elements (head x dim) each split merges
         TMA: gl.constexpr = False,  # tiles copied by TMA (kv_desc_n / kv_desc_r) and awaited on mbarriers
+        L2_EVICT_FIRST: gl.constexpr = False,  # TMA: the marker that has l2_evict_first_ptx hint the tile copies
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
         H: gl.constexpr = 16
+        if L2_EVICT_FIRST:
+            gl.inline_asm_elementwise("// mla201-l2-evict-first (L2_MARK)\n\tmov.u32 $0, 0;", "=r", [],
+                                      dtype=gl.int32, is_pure=False, pack=1)
         if PDL_TRIGGER:
             gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
                                       is_pure=False, pack=1)
@@ -933,7 +987,7 @@ def platform_defaults(device: torch.device) -> dict:
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
             "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0,
-            "gluon_block": 64, "fused_merge": 0, "tma": 0}
+            "gluon_block": 64, "fused_merge": 0, "tma": 0, "l2_evict_first": 0}
     if device.type == "cpu" and not torch.version.hip:  # the interpreter (ROCm on a CPU: the gfx950 emulator)
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -954,7 +1008,12 @@ def platform_defaults(device: torch.device) -> dict:
             # Issue 20 (third round): tiles come by TMA (tma, mbarrier waits; cp.async measured 38.9 -> 39.6 us) and
             # the splits of a sequence merge it themselves in a cooperative launch (fused_merge: no merge kernel,
             # 1-2 us off the small split shapes); bench/NOTES.md has the calls.
-            plan.update(gluon=1, pdl=1, vt_rows=0, lazy_sum=1, async_mma=1, min_tokens=64, tma=1, fused_merge=1)
+            # Issue 31 (2026-12-02): the tile copies carry an L2 evict-first policy when the KV is at most 4x the L2
+            # (l2_evict_first -1: by size; 1 / 0 force it): the dirty lines the harness's flush leaves are then not
+            # the victims (ncu: 29 -> 10 MB written back at 32 x 8k); larger KVs measured slower with it (256 x 8k
+            # 283 -> 297 us), bench/notes/2026-12-02-issue31.md.
+            plan.update(gluon=1, pdl=1, vt_rows=0, lazy_sum=1, async_mma=1, min_tokens=64, tma=1, fused_merge=1,
+                        l2_evict_first=-1)
     elif torch.version.hip:
         # gfx950 MFMA takes fp8 P.V as is. 32-token tiles without software pipelining: 236 VGPR, 2 waves per SIMD
         # (64-token tiles with 2 stages: 374, 1 wave); loop VALU ~1,890 cycles per 64 tokens per CU against
@@ -976,6 +1035,11 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
         if plan["gluon"]:
             if not gluon_usable(q.device):
                 raise ValueError("the Gluon path needs triton.experimental.gluon and an sm90 CUDA device")
+            if plan["l2_evict_first"] < 0:  # by size: the KV's bytes against 4x the L2
+                l2_bytes = torch.cuda.get_device_properties(q.device).L2_cache_size
+                plan["l2_evict_first"] = int(total_kv * QK_DIM <= 4 * l2_bytes)
+            if plan["l2_evict_first"] and plan["tma"]:
+                _install_l2_hint_stage()
             if "programs_per_cu" not in tuning:  # CTAs per SM from the shared memory of one program
                 plan["programs_per_cu"] = max(1, (233472 - 1024) // (gluon_shared_bytes(plan) + 1024))
         if plan["splits"] is None:
@@ -1050,6 +1114,7 @@ def mla_decode(data: input_t, **tuning) -> output_t:
             LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]),
             LAZY_SUM=bool(plan["lazy_sum"]), NW=warps, TRACE="trace" in plan,
             TMA=bool(plan["tma"]), FUSED_MERGE=fused_merge,
+            L2_EVICT_FIRST=bool(plan["tma"] and plan["l2_evict_first"]),
             MERGE_ELEMS=V_DIM * NUM_HEADS // splits if fused_merge else 512,
             num_warps=warps, **({"launch_cooperative_grid": True} if fused_merge else {}),
         )

@@ -123,7 +123,9 @@ def test_gluon_kernel_compiles_for_sm90():
              "kv_desc_r": f"tensordesc<fp8e4nv[64, 64],{NVMMASharedLayout(64, 8, 2)!r}>"}
     constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 0, "ASYNC": True,
                   "PDL_TRIGGER": False, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True, "NW": 4,
-                  "TRACE": False, "FUSED_MERGE": True, "MERGE_ELEMS": 2048, "TMA": True}  # the default, 4 splits
+                  "TRACE": False, "FUSED_MERGE": True, "MERGE_ELEMS": 2048, "TMA": True,
+                  "L2_EVICT_FIRST": True}  # the default, 4 splits
+    sub._install_l2_hint_stage()  # as the default plan does: the marked kernel's TMA copies get the L2 hint
     signature = {name: ("constexpr" if name in constexprs else types[name]) for name in kernel.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
              if name.endswith("_ptr") or name.startswith("q_stride")}
@@ -139,6 +141,10 @@ def test_gluon_kernel_compiles_for_sm90():
         sass = subprocess.run([str(tool), "--dump-sass", handle.name], capture_output=True, text=True).stdout
     assert "QGMMA.64x16x32.F32.E4M3.E4M3" in sass
     assert "UTMALDG.2D" in sass and "LDGSTS" not in sass  # the tiles come by TMA, not by cp.async
+    # every tile copy carries the evict-first policy (issue 31): a cache-policy operand on each UTMALDG
+    copies = re.findall(r"UTMALDG\.2D[^;]*;", sass)
+    assert copies and all("desc[" in c for c in copies), copies
+    assert compiled.asm["ptx"].count("createpolicy.fractional.L2::evict_first") == len(copies)
     assert re.search(r"ATOMG\.E\.ADD\.STRONG\.GPU", sass)  # the fused merge's ticket
     assert not re.search(r"\b(STL|LDL)\b", sass)
     # V^T comes to the P.V wgmma in registers (QGMMA with a register A operand), loaded by 8-byte shared loads,
@@ -148,6 +154,26 @@ def test_gluon_kernel_compiles_for_sm90():
     assert re.search(r"QGMMA\.64x16x32\.F32\.E4M3\.E4M3 R\d+, R\d+, gdesc", sass)
     assert loads >= 32 and stores < loads, (loads, stores)
     assert "E4M3.UNPACK" not in sass  # no fp8 -> fp16 conversion of the values (only fp32 -> fp8 of Q and P)
+
+
+def test_l2_evict_first_ptx_rewrites_only_marked_tensor_copies():
+    """Issue 31: the PTX stage gives a marked kernel's TMA copies (predicated or not) an evict-first L2 policy and
+    leaves every other line, and any unmarked kernel, unchanged."""
+    sub = _load("sub201_l2_hint")
+    copy = ("\t@%p3 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r102], "
+            "[%rd2, {%r103, %r2578}], [%r101];")
+    plain = copy.replace("@%p3 ", "")
+    other = "\tld.global.b32 %r1, [%rd1];"
+    plain = plain.replace("shared::cluster", "shared::cta")  # newer Triton's form
+    ptx = "\n".join([other, copy, plain, other])
+    assert sub.l2_evict_first_ptx(ptx) == ptx  # no marker: unchanged
+    marked = "// " + sub.L2_MARK + "\n" + ptx
+    out = sub.l2_evict_first_ptx(marked).splitlines()
+    assert out[0] == "// " + sub.L2_MARK and out[1] == other and out[4] == other
+    for line, predicate, space in ((out[2], "@%p3 ", "cluster"), (out[3], "", "cta")):
+        assert line.startswith("\t{ .reg .b64 %l2ef; createpolicy.fractional.L2::evict_first.b64 %l2ef, 1.0; ")
+        assert (f"{predicate}cp.async.bulk.tensor.2d.shared::{space}.global.mbarrier::complete_tx::bytes"
+                ".L2::cache_hint [%r102], [%rd2, {%r103, %r2578}], [%r101], %l2ef; }") in line
 
 
 def test_submission_file_rules():
