@@ -8,7 +8,7 @@ import click
 from harness.run.cases import MODES
 
 device_option = click.option("--device", type=click.Choice(["auto", "cuda", "cpu", "gfx950"]), default="auto",
-                             show_default=True, help="cuda means any GPU, ROCm included; gfx950: HIP kernels on the gfx950 "
+                             show_default=True, help="cuda means any GPU, ROCm included; gfx950: HIP and Triton kernels on the gfx950 "
                              "emulator (CPU, correctness only).")
 all_option = click.option("--all", "run_all", is_flag=True, help="Every submission in submissions/.")
 ledger_option = click.option("--ledger", "ledger_file", type=click.Path(dir_okay=False), default=None,

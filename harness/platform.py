@@ -109,7 +109,7 @@ def _cpu_platform() -> Platform:
 
 def detect(device: str = "auto") -> Platform:
     """The platform for `device`: "auto" (the GPU when there is one), "cuda" (a GPU, ROCm included), "cpu", or
-    "gfx950" (the CPU, with HIP kernels on the gfx950 emulator)."""
+    "gfx950" (the CPU, with HIP and Triton kernels on the gfx950 emulator)."""
     if device not in ("auto", "cuda", "cpu", "gfx950"):
         raise PlatformError(f"unknown device {device!r}: use auto, cuda, cpu or gfx950")
     if device == "gfx950":

@@ -120,13 +120,14 @@ class EmulatorLauncher:
         programs = grid_x * grid_y * grid_z
         scratch = [torch.zeros(size * programs + align, dtype=torch.uint8) if size else None
                    for size, align in self.scratch]
-        kinds = self.kinds + ["*u8"] * (len(code.kernels[name].args) - len(self.kinds))
-        values = values + scratch[:len(kinds) - len(values)]
+        info = code.kernels[name]
+        explicit = sum(not kind.startswith("hidden_") for _, _, kind in info.args)
+        extra = explicit - len(self.kinds)  # Triton's own trailing pointers: global and profile scratch
+        kinds, values = self.kinds + ["*u8"] * extra, values + (scratch + [None] * extra)[:extra]
         if programs == 0:
             return
         try:
-            info = code.kernels[name]
-            kernarg = kernarg_bytes(info, [k for k in kinds], values + [None] * (len(kinds) - len(values)))
+            kernarg = kernarg_bytes(info, kinds, values)
             started = time.monotonic()
             counts = launch_hip._runner()(code, name, grid, self.block, kernarg, dynamic_lds=self.shared,
                                           memory=tensor_memory(values))

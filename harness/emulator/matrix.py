@@ -230,15 +230,16 @@ def cvt_scalef32(ins, name):
 
 def transpose_source(element_bytes: int) -> tuple[np.ndarray, np.ndarray]:
     """ds_read_b64_tr_b8/_b16: (source lane, source element) of each lane's result element [64, per-lane].
-    Per 16-lane row, the lanes that agree on l % (16 // per-lane) form one group: its lanes' 64-bit loads are the
-    rows of a square matrix, and lane p of the group receives column p (two 8x8 byte transposes for b8, over the
-    even and the odd lanes; four 4x4 for b16)."""
+    Per 16-lane row the 64-bit loads of lanes s, s + stride, ... (stride = 16 / per-lane) are the rows of a
+    square matrix; result lane w takes column w % per-lane of the matrix of s = w // per-lane (b8: the even
+    lanes' bytes go to lanes 0-7, the odd lanes' to 8-15). The layout Triton's AMD backend builds its dots on:
+    of five candidates only this one gives right bf16/fp16/fp8 dots (tests/emulator/test_triton.py)."""
     per_lane = 8 // element_bytes
     stride = 16 // per_lane
     lane = np.arange(64)[:, None]
     element = np.arange(per_lane)[None, :]
     row, within = lane // 16 * 16, lane % 16
-    return row + element * stride + within % stride, np.broadcast_to(within // stride, (64, per_lane))
+    return row + element * stride + within // per_lane, np.broadcast_to(within % per_lane, (64, per_lane))
 
 
 def ds_read_transposed(ins, name):

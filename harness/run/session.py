@@ -202,7 +202,7 @@ def emulator_note(runs: list) -> str | None:
                          f"{executed:,} wave instructions in {seconds:.1f} s{rate}")
     if not parts:
         return None
-    return f"HIP kernels on the {platforms.EMULATOR_MARK} (times never compared): " + "; ".join(parts)
+    return f"kernels run on the gfx950 emulator, {platforms.EMULATOR_MARK} (times never compared): " + "; ".join(parts)
 
 
 def prebuild_hip(submission: Submission) -> None:

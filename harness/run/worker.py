@@ -46,7 +46,7 @@ def child_environment(device: str, triton_interpreter: bool, base: dict | None =
         env.setdefault("MallocPreScribble", "1")
     if triton_interpreter:
         env["TRITON_INTERPRET"] = "1"
-    env.update(emulator or {})  # HIP kernels on the gfx950 emulator (platform.emulator_environment)
+    env.update(emulator or {})  # kernels on the gfx950 emulator (platform.emulator_environment)
     return env
 
 
