@@ -204,5 +204,17 @@ def install() -> None:
     import torch
     from triton.runtime import driver
     driver.set_active(make_driver())
-    torch.version.hip = PERSONA
+    _state["hip"], torch.version.hip = torch.version.hip, PERSONA
     _state["installed"] = True
+
+
+def uninstall() -> None:
+    """Back to Triton's own driver choice and torch's own version, compiled kernels forgotten (tests)."""
+    if not _state["installed"]:
+        return
+    import torch
+    from triton.runtime import driver
+    driver.reset_active() if driver._default is not None else setattr(driver, "_active", None)
+    torch.version.hip = _state["hip"]
+    _state["codes"].clear()
+    _state["installed"] = False

@@ -2,6 +2,7 @@
 the K order of the f8f6f4 shapes told apart by per-32-value e8m0 scales (fp8: two 16-value halves
 64 apart, as Triton's AMD backend lays them out; tests/emulator/test_triton.py has its witness)."""
 import numpy as np
+import pytest
 import torch
 
 from harness.emulator import matrix
@@ -106,3 +107,22 @@ def test_a_planted_wrong_k_order_for_a_fails_the_scaled_test(monkeypatch):
     monkeypatch.setattr(matrix, "k_order", swapped)
     d, expected = scaled_case()
     assert not torch.allclose(d, expected, rtol=1e-2, atol=1.0)
+
+
+F64 = TYPES + """
+typedef double f64x4 __attribute__((ext_vector_type(4)));
+KERNEL void mm(const double* a, const double* b, double* d) {
+  int l = tid();
+  f64x4 c = {0, 0, 0, 0};
+  c = __builtin_amdgcn_mfma_f64_16x16x4f64(a[l], b[l], c, 0, 0, 0);
+  for (int r = 0; r < 4; ++r) d[r * 64 + l] = c[r];
+}"""
+
+
+def test_an_mfma_the_emulator_lacks_is_not_emulated_with_its_mnemonic():
+    from harness.emulator.errors import NotEmulated
+    a, b = torch.randn(64, dtype=torch.float64), torch.randn(64, dtype=torch.float64)
+    d = torch.zeros(256, dtype=torch.float64)
+    with pytest.raises(NotEmulated) as caught:
+        launch(F64, a, b, d)
+    assert str(caught.value).startswith("not emulated: v_mfma_f64_16x16x4") and str(caught.value).endswith(" in mm")
