@@ -20,8 +20,8 @@ from helpers import copy_of_repository
 
 REPO = Path(__file__).resolve().parent.parent
 NEEDS = re.compile(r"#.*\bneeds (a GPU|MI355X|network)\b")
-# Commands that run a HIP file on the gfx950 emulator on a CPU (minutes each): run by `make test-emulator`.
-EMULATES = re.compile(r"#.*\bemulates HIP\b")
+# Commands that run a file on the gfx950 emulator on a CPU (minutes each): run by `make test-emulator`.
+EMULATES = re.compile(r"#.*\bemulates (HIP|gfx950)\b")
 # What each command must end with on a CPU-only machine; the keys are exactly the READMEs' unmarked commands.
 EXPECTED_EXIT = {
     "make setup": 0,                                 # idempotent: the set-up venv and the HIP toolchain are there
@@ -31,6 +31,7 @@ EXPECTED_EXIT = {
     "harness run 120": 0,                            # HIP on the gfx950 emulator, small cases
     "harness run 013 --cases small": 0,              # harness/emulator/README.md: the speed figures' commands
     "harness run 120 --cases small": 0,
+    "harness run 201 --device gfx950 --cases small": 0,
     "harness run --all --mode test": 0,
     "harness run 200 --mode leaderboard --flush fast": 0,
     "harness diff 119 200": 0,                       # the tracked ledger's H200 results; the CPU ones are left out
