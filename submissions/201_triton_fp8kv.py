@@ -388,6 +388,14 @@ if HAVE_GLUON:
         return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64, is_pure=False, pack=1)
 
     @gluon.jit
+    def _gl_globaltimer_after(x):
+        """The clock read once the int32 x is in a register: the read is predicated on a comparison of x, so it cannot
+        be issued before x arrives (bench traces only)."""
+        return gl.inline_asm_elementwise("{ .reg .pred p; setp.ne.s32 p, $1, -2147483647; @p mov.u64 $0, %globaltimer; "
+                                         "@!p mov.u64 $0, %globaltimer; }", "=l,r", [x], dtype=gl.int64, is_pure=False,
+                                         pack=1)
+
+    @gluon.jit
     def _gl_load_acquire(address):
         """This thread's load of an int32 with acquire semantics at GPU scope (a poll that orders the loads after it)."""
         return gl.inline_asm_elementwise("ld.acquire.gpu.global.b32 $0, [$1];", "=r,l",
@@ -395,17 +403,25 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _gl_merge_own_slice(part_o_ptr, part_lse_ptr, out_ptr, counter_ptr, seq, split, num_splits,
-                            ELEMS: gl.constexpr, NW: gl.constexpr):
+                            ELEMS: gl.constexpr, NW: gl.constexpr, TRACE: gl.constexpr = False):
         """FUSED_MERGE: once every split of the sequence has stored its partial, this split merges ELEMS of the
-        sequence's 16 x 512 outputs. The launch is cooperative (all programs resident), so the wait cannot hang."""
+        sequence's 16 x 512 outputs. The launch is cooperative (all programs resident), so the wait cannot hang.
+        Returns the clock when the ticket came back and when the polls ended (TRACE; else zeros)."""
         gl_barrier()  # every warp's partial stores precede the release below
         # the counter only grows: a call's splits take the values [k * n, (k + 1) * n), so each split learns from its
         # own ticket when all n have arrived (int32: 2^31 / n calls); no reset, no second counter
         ticket = gl.atomic_add(counter_ptr + seq, 1, sem="release", scope="gpu")
         target = (ticket // num_splits + 1) * num_splits
         seen = ticket + 1
+        if TRACE:
+            t_ticket = _gl_globaltimer_after(ticket)
         while seen < target:
             seen = _gl_load_acquire(counter_ptr + seq)
+        if TRACE:
+            t_polled = _gl_globaltimer_after(seen)
+        else:
+            t_ticket = 0
+            t_polled = 0
         SP: gl.constexpr = 8192 // ELEMS  # the host launches this with a power-of-two split count, SP of them
         CH: gl.constexpr = 512 if ELEMS > 512 else ELEMS  # a chunk lies within one head
         NCH: gl.constexpr = ELEMS // CH
@@ -423,6 +439,7 @@ if HAVE_GLUON:
         w = gl.exp2(lse - gl.max(lse, 1)[:, None])
         o = gl.sum(parts * w[:, :, None], 1) / gl.convert_layout(gl.sum(w, 1), gl.SliceLayout(1, chunk_dim))[:, None]
         gl.store(out_ptr + seq * 8192 + elems, o.to(gl.bfloat16))
+        return t_ticket, t_polled
 
     @gluon.jit
     def _gl_vt_block(v):
@@ -489,7 +506,8 @@ if HAVE_GLUON:
         VEC_EPILOGUE: gl.constexpr = False,  # output / partials stored as 8 consecutive dims per thread (16 B bf16)
         LAZY_SUM: gl.constexpr = False,  # softmax denominators kept per token row, summed across warps once at the end
         NW: gl.constexpr = 4,  # warps = BLOCK_N // 16: 8 (two warpgroups on 128-token tiles) needs VT_ROWS 0
-        TRACE: gl.constexpr = False,  # bench only: globaltimer at start, first tile in, end; and the SM id, per program
+        TRACE: gl.constexpr = False,  # bench only: per program 16 int64: globaltimer at start, first tile in, end,
+        # the SM id, then kv_indptr in, Q in shared memory, loop done, merge ticket back, merge polls done (trace_201.py)
         FUSED_MERGE: gl.constexpr = False,  # cooperative launch: the splits of a sequence merge it themselves
         MERGE_ELEMS: gl.constexpr = 512,  # FUSED_MERGE: output elements (head x dim) each split merges
         TMA: gl.constexpr = False,  # tiles copied by TMA (kv_desc_n / kv_desc_r) and awaited on mbarriers
@@ -515,6 +533,8 @@ if HAVE_GLUON:
         lo = kv_start + split * per_split
         hi = gl.minimum(lo + per_split, kv_end)
         n_tiles = gl.cdiv(gl.maximum(hi - lo, 0), BLOCK_N)
+        if TRACE:
+            t_kv = _gl_globaltimer_after(hi)
 
         fp8: gl.constexpr = gl.float8e4nv
         sw128: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
@@ -583,6 +603,8 @@ if HAVE_GLUON:
             warp_bases=[[0, 32], [0, 64]], block_bases=[], shape=[64, 128])
         fence_async_shared()
         gl_barrier()
+        if TRACE:
+            t_q = _gl_globaltimer()
 
         for i in range(n_tiles):
             stage = i % STAGES
@@ -685,6 +707,8 @@ if HAVE_GLUON:
                     gl_async.commit_group()
                 acc_hi = warpgroup_mma(vt_buf, p_t, acc_hi)
 
+        if TRACE:
+            t_loop = _gl_globaltimer()
         if not TMA:
             gl_async.wait_group(0)
         if LAZY_SUM:
@@ -736,15 +760,21 @@ if HAVE_GLUON:
             lse = gl.where(l_o > 0, m_o + gl.log2(safe_l), float("-inf"))
             gl.store(part_lse_ptr + part + oh, lse)
             if FUSED_MERGE:
-                _gl_merge_own_slice(part_o_ptr, part_lse_ptr, out_ptr, counter_ptr, seq, split, num_splits,
-                                    MERGE_ELEMS, NW)
+                t_ticket, t_polled = _gl_merge_own_slice(part_o_ptr, part_lse_ptr, out_ptr, counter_ptr, seq, split,
+                                                         num_splits, MERGE_ELEMS, NW, TRACE)
         if TRACE:
-            slot = trace_ptr + (seq * num_splits + split) * 4
+            slot = trace_ptr + (seq * num_splits + split) * 16
             gl.store(slot, t_start)
             gl.store(slot + 1, t_first)
             gl.store(slot + 2, _gl_globaltimer())
             gl.store(slot + 3, gl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=gl.int32, is_pure=False,
                                                          pack=1).to(gl.int64))
+            gl.store(slot + 4, t_kv)
+            gl.store(slot + 5, t_q)
+            gl.store(slot + 6, t_loop)
+            if FUSED_MERGE:
+                gl.store(slot + 7, t_ticket)
+                gl.store(slot + 8, t_polled)
 
 
 @triton.jit
