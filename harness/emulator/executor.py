@@ -1,6 +1,6 @@
 """One cached executor per instruction: chosen by family from the mnemonic, built on first reach
 (so an instruction we lack stops the run only when a wave gets there)."""
-from . import buffer, ds, salu, smem, sopp, valu, valu_forms, valu_packed, vcmp, vmem
+from . import buffer, ds, gpr_idx, salu, smem, sopp, valu, valu_forms, valu_packed, vcmp, vmem
 from .errors import NotEmulated
 from .valu_ops import OPS
 
@@ -26,6 +26,8 @@ def build(ins, program, index):
         name = mnemonic[2:]
         if name.startswith(SMEM_PREFIXES):
             return smem.build(ins, name)
+        if name == "set_gpr_idx_on":
+            return gpr_idx.build(ins, program, index)
         if scalar_known(name):
             return salu.build(ins, name)
         return sopp.build(ins, name, program, index)
@@ -86,6 +88,8 @@ class Executors:
         instructions = self.program.instructions
         first = build(instructions[index], self.program, index)
         if not plain(instructions[index]):
+            if getattr(first, "span_end", None):  # a region it runs itself (gpr_idx): its hits spread too
+                self.spans[index] = first.span_end
             return first
         members, end = [first], index + 1
         while end < len(instructions) and plain(instructions[end]):
