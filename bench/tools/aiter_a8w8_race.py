@@ -1,7 +1,7 @@
 """Issue 29: run aiter's non-persistent MLA decode code objects on the gfx950 emulator (CPU) and report LDS races.
 
 Usage:
-  python bench/tools/aiter_a8w8_race.py [--kernel a8w8|a16w16] [--batch 1] [--kv 512] [--splits N]
+  python bench/tools/aiter_a8w8_race.py [--kernel a8w8|a8w8_ps|a16w16] [--batch 1] [--kv 512] [--splits N]
                                         [--seed 1] [--mode first|all] [--quantum 4000]
                                         [--aiter-git /work/.mirror/ROCm+aiter/repo] [--commit f3be04a12a]
 
@@ -39,6 +39,13 @@ Sources (facts only, no code copied; ROCm/aiter at f3be04a12a0cfd6b5e2c7a94edc77
   with one split and fp8 Q the output tensor itself, viewed as (tokens, 1, heads, 512), is the split output and no
   reduce runs); _fwd_kernel_stage2_asm (for 16 heads and one token it combines min(n, ceil(kv_len / 64)) splits
   with a running max of the LSEs).
+- The a8w8_ps control (hsa/gfx950/mla/mla_a8w8_qh16_qseqlen1_gqaratio16_ps.co): the same argument block with STP
+  pointing at the host code's 10-entry uint64 block [work_indptr, work_info] (asm_mla.cu's path without
+  work_meta_data), grid = number of work items; work_info rows of 8 int32 as csrc/include/mla.h's MlaWorkInfo
+  (batch_idx, partial_qo_loc, qo_start, qo_end, kv_start, kv_end, kv_offset, pad), filled for page size 1 as
+  csrc/kernels/mla/metadata/v1_2_device.cuh does (kv_offset = sequence end - kv_end; partial_qo_loc -1 when the item
+  is the whole sequence). The work plan itself is ours (one item per sequence or per --splits piece), not
+  get_mla_metadata_v1's.
 """
 from __future__ import annotations
 
