@@ -161,7 +161,8 @@ def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
     if emulates_triton(submission, platform):
         notes.append(EMULATED_TRITON)
     elif interprets_triton(submission, platform):
-        notes.append("Triton kernels run through the interpreter (TRITON_INTERPRET=1)")
+        notes.append("Triton kernels run through the interpreter (TRITON_INTERPRET=1; its fp8 rounding and bf16 "
+                     "dots mended)")
     return True, "; ".join(notes)
 
 

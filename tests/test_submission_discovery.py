@@ -208,7 +208,8 @@ def test_an_optional_triton_is_interpreted_on_a_cpu_when_installed():
     probe = subs.Submission(number=None, slug="t", path=Path("t.py"), requirements=subs.requirements_of(text),
                             sha256="", optional=subs.optional_requirements_of(text))
     assert probe.optional == {"triton"}
-    assert platforms.can_run(probe, CPU) == (True, "Triton kernels run through the interpreter (TRITON_INTERPRET=1)")
+    assert platforms.can_run(probe, CPU) == (
+        True, "Triton kernels run through the interpreter (TRITON_INTERPRET=1; its fp8 rounding and bf16 dots mended)")
     assert platforms.can_run(probe, CPU_NO_TRITON) == (
         True, "triton (optional) is not available here: its fallback path runs")
     assert platforms.can_run(probe, H200) == (True, "")
