@@ -126,3 +126,12 @@ def test_an_mfma_the_emulator_lacks_is_not_emulated_with_its_mnemonic():
     with pytest.raises(NotEmulated) as caught:
         launch(F64, a, b, d)
     assert str(caught.value).startswith("not emulated: v_mfma_f64_16x16x4") and str(caught.value).endswith(" in mm")
+
+
+def test_fp6_operands_of_the_f8f6f4_mfma_are_not_emulated():
+    """No Triton dot witnesses their K order, so cbsz:2 (fp6) is refused by name rather than guessed."""
+    from harness.emulator.errors import NotEmulated
+    from .snippets import snippet
+    with pytest.raises(NotEmulated) as caught:
+        snippet("  v_mfma_f32_16x16x128_f8f6f4 v[20:23], v[24:29], v[32:37], 0 cbsz:2 blgp:2", [np.zeros(64)])
+    assert "v_mfma_f32_16x16x128_f8f6f4 with fp6 operands (K order not settled)" in str(caught.value)

@@ -96,6 +96,8 @@ def scaled_case(a_format, b_format, seed=0):
     for x, fmt in ((a, a_format), (b, b_format)):
         if fmt == "e4m3":
             x[(x & 0x7F) == 0x7F] = 1  # no NaN codes
+        if fmt == "e5m2":
+            x[(x & 0x7C) == 0x7C] = 1  # no infinity or NaN codes
     sa, sb = (torch.from_numpy(rng.integers(118, 136, (32, 4), dtype=np.uint8)) for _ in range(2))
     out = torch.zeros(32, 32)
     scaled_dot[(1,)](a, sa, b, sb, out, 32, 32, 128, a_format, b_format, num_warps=4)
@@ -105,12 +107,13 @@ def scaled_case(a_format, b_format, seed=0):
         if fmt == "e2m1":
             decoded = FORMATS["fp4"][0][np.stack([x & 0xF, x >> 4], -1).reshape(32, 128)]
         else:
-            decoded = FORMATS["fp8"][0][x]
+            decoded = FORMATS["bf8" if fmt == "e5m2" else "fp8"][0][x]
         return decoded * np.repeat(2.0 ** (scale.numpy().astype(np.int64) - 127), 32, axis=1)
     return out.numpy(), values(a, a_format, sa) @ values(b, b_format, sb).T
 
 
-@pytest.mark.parametrize("formats", [("e4m3", "e4m3"), ("e2m1", "e2m1"), ("e4m3", "e2m1")])
+@pytest.mark.parametrize("formats", [("e4m3", "e4m3"), ("e2m1", "e2m1"), ("e4m3", "e2m1"), ("e5m2", "e5m2"),
+                                     ("e5m2", "e2m1")])
 def test_scaled_dots_match_the_exact_products(formats):
     out, exact = scaled_case(*formats)
     assert np.abs(out - exact).max() <= 1e-6 * np.abs(exact).max()
