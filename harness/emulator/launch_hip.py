@@ -195,7 +195,9 @@ def summary() -> dict:
         entry["launches"] += 1
         entry["seconds"] += launch["seconds"]
         for key, value in launch["counts"].items():
-            if isinstance(value, (int, float)):
+            if key == "waves_per_workgroup":  # a launch's shape, not an amount: the largest
+                entry["counts"][key] = max(entry["counts"].get(key, 0), value)
+            elif isinstance(value, (int, float)):
                 entry["counts"][key] = entry["counts"].get(key, 0) + value
     _launches.clear()
     return kernels

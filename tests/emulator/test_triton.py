@@ -59,10 +59,12 @@ def test_a_launch_runs_the_gfx950_code_with_the_files_grid_and_is_counted():
     compiled = add[(triton.cdiv(1000, 256),)](x, y, out, 1000, BLOCK=256)
     assert torch.equal(out, 2 * x + y)
     assert compiled.metadata.target.arch == "gfx950"
+    add[(1,)](x, y, out, 256, BLOCK=256)
     counts = launch_hip.summary()["add"]
-    assert counts["launches"] == 1 and counts["counts"]["workgroups"] == 4
-    # 4 x 256 lanes issue fp32 buffer stores; the 24 masked ones fall outside the V#'s range and are dropped
-    assert counts["counts"]["bytes.buffer_store"] == 4096
+    assert counts["launches"] == 2 and counts["counts"]["workgroups"] == 5
+    assert counts["counts"]["waves_per_workgroup"] == 4  # 4 warps of 64 lanes, however many launches
+    # 5 x 256 lanes issue fp32 buffer stores; the 24 masked ones fall outside the V#'s range and are dropped
+    assert counts["counts"]["bytes.buffer_store"] == 5 * 1024
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn])
