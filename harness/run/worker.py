@@ -73,7 +73,8 @@ def _add_emulated(total: dict, more: dict) -> None:
         entry["launches"] += part.get("launches", 0)
         entry["seconds"] += part.get("seconds", 0.0)
         for key, value in (part.get("counts") or {}).items():
-            entry["counts"][key] = entry["counts"].get(key, 0) + value
+            merge = max if key == "waves_per_workgroup" else lambda a, b: a + b  # a launch's shape, not an amount
+            entry["counts"][key] = merge(entry["counts"].get(key, 0), value)
 
 
 class Worker:
