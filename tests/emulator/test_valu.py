@@ -174,3 +174,26 @@ def test_scaled_fp8_decode_multiplies_by_the_exponent_of_the_scale():
     decode = lambda c: torch.tensor(c.astype(np.uint8)).view(torch.float8_e4m3fn).float().numpy()
     assert np.array_equal(as_f32(out[0]), decode(codes) * 4)
     assert np.array_equal(as_f32(out[1]), decode(np.zeros(64, np.uint32)) * 4)
+
+
+def test_packed_f16_conversion_rounds_to_nearest_even():
+    a, b = RNG.standard_normal(64).astype(np.float32) * 300, RNG.standard_normal(64).astype(np.float32) / 300
+    out = snippet("  v_cvt_pk_f16_f32 v20, v10, v11", [a, b])[0]
+    halves = lambda x: torch.tensor(x).half().view(torch.int16).numpy().astype(np.uint16).astype(np.uint32)
+    assert np.array_equal(out, halves(a) | halves(b) << 16)
+
+
+def test_scaled_fp8_and_fp4_decode_to_packed_half_types():
+    """Codes picked by op_sel (the high half word for fp8, byte 2 for fp4), times 2^(exponent of S1), rounded."""
+    codes = RNG.integers(0, 256, 64).astype(np.uint32)
+    codes[(codes & 0x7F) == 0x7F] = 0x10  # no NaN codes
+    words = (codes << 16) | (codes << 24) | 0x1234
+    scale = np.full(64, 2.0 ** -3, np.float32)
+    out = snippet("  v_cvt_scalef32_pk_f16_fp8 v20, v10, v11 op_sel:[1,0,0]\n"
+                  "  v_cvt_scalef32_pk_bf16_fp4 v21, v10, v11 op_sel:[0,1,0]", [words, scale], outputs=2)
+    fp8 = torch.tensor(codes.astype(np.uint8)).view(torch.float8_e4m3fn).float() / 8
+    halves = lambda x, kind: x.to(kind).view(torch.int16).numpy().astype(np.uint16).astype(np.uint32)
+    assert np.array_equal(out[0], halves(fp8, torch.float16) * 0x10001)
+    e2m1 = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+    low, high = e2m1[torch.tensor((codes & 0xF).astype(np.int64))] / 8, e2m1[torch.tensor((codes >> 4).astype(np.int64))] / 8
+    assert np.array_equal(out[1], halves(low, torch.bfloat16) | halves(high, torch.bfloat16) << 16)
