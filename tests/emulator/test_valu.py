@@ -195,5 +195,6 @@ def test_scaled_fp8_and_fp4_decode_to_packed_half_types():
     halves = lambda x, kind: x.to(kind).view(torch.int16).numpy().astype(np.uint16).astype(np.uint32)
     assert np.array_equal(out[0], halves(fp8, torch.float16) * 0x10001)
     e2m1 = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
-    low, high = e2m1[torch.tensor((codes & 0xF).astype(np.int64))] / 8, e2m1[torch.tensor((codes >> 4).astype(np.int64))] / 8
+    nibble = lambda shift: torch.tensor((codes >> shift & 0xF).astype(np.int64))
+    low, high = e2m1[nibble(0)] / 8, e2m1[nibble(4)] / 8
     assert np.array_equal(out[1], halves(low, torch.bfloat16) | halves(high, torch.bfloat16) << 16)
