@@ -77,7 +77,8 @@ def kernarg_bytes(info, kinds: list, values: list) -> bytes:
     """The kernarg segment from the code object's argument list: the explicit ones in order, then hidden ones."""
     explicit = [(offset, size) for offset, size, kind in info.args if not kind.startswith("hidden_")]
     if len(explicit) != len(kinds):
-        raise ValueError(f"{info.name}: the code object takes {len(explicit)} arguments, the launch gives {len(kinds)}")
+        raise ValueError(f"{info.name}: the code object takes {len(explicit)} arguments, "
+                         f"the launch gives {len(kinds)}")
     last = max((offset + size for offset, size, _ in info.args), default=0)
     segment = bytearray(max(info.kernarg_size, last))
     for (offset, size), kind, value in zip(explicit, kinds, values):
@@ -85,18 +86,19 @@ def kernarg_bytes(info, kinds: list, values: list) -> bytes:
     return bytes(segment)
 
 
-def tensor_memory(values: list):
-    """Each tensor argument's whole storage as a region (named by its position), and nothing else."""
+def tensor_memory(values: list, scratch: list):
+    """Each tensor argument's whole storage and Triton's scratch buffers as regions, and nothing else."""
     from harness.emulator.memory import HostMemory
     memory = HostMemory()
     seen = set()
-    for index, value in enumerate(values):
+    named = [(value, f"tensor argument {index}") for index, value in enumerate(values)]
+    for value, label in named + [(buffer, "Triton's scratch") for buffer in scratch]:
         if hasattr(value, "untyped_storage"):
             storage = value.untyped_storage()
             if storage.data_ptr() not in seen and storage.nbytes():
                 seen.add(storage.data_ptr())
                 memory.add_region(storage.data_ptr(), storage.nbytes(),
-                                  f"tensor argument {index} ({tuple(value.shape)}, {value.dtype})")
+                                  f"{label} ({tuple(value.shape)}, {value.dtype})")
     return memory
 
 
@@ -118,19 +120,21 @@ class EmulatorLauncher:
         values = flat_values([value for value, constant in zip(args, self.constexpr_at) if not constant])
         grid = (grid_x, grid_y, grid_z)
         programs = grid_x * grid_y * grid_z
-        scratch = [torch.zeros(size * programs + align, dtype=torch.uint8) if size else None
+        if programs == 0:
+            return
+        buffers = [torch.zeros(size * programs + align, dtype=torch.uint8) if size else None
                    for size, align in self.scratch]
+        scratch = [None if buffer is None else -(-buffer.data_ptr() // align) * align  # aligned as Triton asks
+                   for buffer, (_, align) in zip(buffers, self.scratch)]
         info = code.kernels[name]
         explicit = sum(not kind.startswith("hidden_") for _, _, kind in info.args)
         extra = explicit - len(self.kinds)  # Triton's own trailing pointers: global and profile scratch
         kinds, values = self.kinds + ["*u8"] * extra, values + (scratch + [None] * extra)[:extra]
-        if programs == 0:
-            return
         try:
             kernarg = kernarg_bytes(info, kinds, values)
             started = time.monotonic()
             counts = launch_hip._runner()(code, name, grid, self.block, kernarg, dynamic_lds=self.shared,
-                                          memory=tensor_memory(values))
+                                          memory=tensor_memory(values, buffers))
             launch_hip.record_launch(name, grid, self.block, time.monotonic() - started, counts)
         except BaseException as error:  # noqa: BLE001 - kept: checked() raises it even if the file catches it
             launch_hip.keep_fault(error)
