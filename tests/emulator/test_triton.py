@@ -20,7 +20,7 @@ def emulated_triton():
     launch_hip.summary()
     yield
     launch_triton.uninstall()
-    for kernel in (add, dot, scaled_dot):
+    for kernel in (add, copy, dot, scaled_dot):
         kernel.device_caches.clear()  # each test compiles afresh: a planted executor never outlives its test
 
 
@@ -29,6 +29,12 @@ def add(x, y, out, n, BLOCK: tl.constexpr):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = i < n
     tl.store(out + i, tl.load(x + i, mask=live) * 2 + tl.load(y + i, mask=live), mask=live)
+
+
+@triton.jit
+def copy(x, out, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + i, tl.load(x + i))  # no mask: the last program reads past a short x
 
 
 @triton.jit
@@ -65,6 +71,13 @@ def test_a_launch_runs_the_gfx950_code_with_the_files_grid_and_is_counted():
     assert counts["counts"]["waves_per_workgroup"] == 4  # 4 warps of 64 lanes, however many launches
     # 5 x 256 lanes issue fp32 buffer stores; the 24 masked ones fall outside the V#'s range and are dropped
     assert counts["counts"]["bytes.buffer_store"] == 5 * 1024
+
+
+def test_a_read_past_a_tensor_fails_as_out_of_bounds():
+    from harness.emulator.errors import EmulationFault
+    with pytest.raises(EmulationFault) as caught:
+        copy[(4,)](torch.randn(1000), torch.zeros(1024), BLOCK=256)
+    assert "out of bounds" in str(caught.value) and "past the end of tensor argument 0" in str(caught.value)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn])
