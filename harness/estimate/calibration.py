@@ -36,6 +36,7 @@ class Launch:
     per_cu: float = 0.0    # asm: workgroups (work items) per CU
     serial_tokens: float = 0.0  # asm: KV tokens the busiest CU reads one after another
     effects: tuple = ()    # gemm/torch: "torch_compile", "tunableop" when the file turns them on
+    splits: int = 0        # Triton kernels of a worked-out MI355X plan: the split count of the launch's call
 
 
 @dataclass(frozen=True)

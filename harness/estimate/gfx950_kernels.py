@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from harness.compile import aot
+from harness.estimate.executed import Executed
 from harness.estimate.kernel_model import CompiledKernel, Costs, load_costs
 
 TARGET = "gfx950"
@@ -32,6 +33,8 @@ class Gfx950Kernels:
         self.costs = costs or load_costs()
         self._found: dict[str, CompiledKernel | None] = {}
         self._why: dict[str, str] = {}
+        # the executed counts of the gfx950 emulator (executed.py), preferred to the static count where there are some
+        self.executed = Executed(why="no emulated calls were made")
 
     def get(self, name: str) -> CompiledKernel | None:
         """The gfx950 compile of kernel `name`, or None (why_not says why)."""

@@ -32,6 +32,7 @@ class Costs:
     wave_size: int
     valu_cycles: float
     mfma_cycles: dict      # MFMA name as harness/compile/loops.py writes it -> cycles
+    lds_bytes_per_clock: float = 128.0  # per CU (data file: kernel_model_executed.lds_bytes_per_clock_per_cu)
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,12 @@ class KernelPrice:
 
 
 def load_costs(path: Path = DATA_FILE) -> Costs:
-    figures = json.loads(Path(path).read_text(encoding="utf-8"))["kernel_model"]
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    figures, executed = data["kernel_model"], data["kernel_model_executed"]
     return Costs(clock_hz=float(figures["clock_hz"]["value"]), simds_per_cu=int(figures["simds_per_cu"]["value"]),
                  wave_size=int(figures["wave_size"]["value"]), valu_cycles=float(figures["valu_cycles"]["value"]),
-                 mfma_cycles={k: float(v) for k, v in figures["mfma_cycles"]["values"].items()})
+                 mfma_cycles={k: float(v) for k, v in figures["mfma_cycles"]["values"].items()},
+                 lds_bytes_per_clock=float(executed["lds_bytes_per_clock_per_cu"]["value"]))
 
 
 def bytes_per_iteration(kernel: CompiledKernel, costs: Costs) -> int:
@@ -70,11 +73,16 @@ def wave_cycles(loop: LoopFigures, costs: Costs) -> tuple[float, float, list]:
     """Cycles of one wave's iteration: (VALU then MFMA, one after the other: the point and the high end; VALU and MFMA
     co-executed: the low end), and the MFMAs with no cycle figure (taken at the most known cycles when serial, the
     fewest when co-executed)."""
+    return instruction_cycles(loop.valu, loop.matrix, costs)
+
+
+def instruction_cycles(valu: float, matrix: dict, costs: Costs) -> tuple[float, float, list]:
+    """wave_cycles of `valu` VALU instructions and the MFMAs `matrix` (name -> count)."""
     known = costs.mfma_cycles.values()
-    missing = sorted(name for name in loop.matrix if name not in costs.mfma_cycles)
-    fewest = sum(n * costs.mfma_cycles.get(name, min(known)) for name, n in loop.matrix.items())
-    most = sum(n * costs.mfma_cycles.get(name, max(known)) for name, n in loop.matrix.items())
-    valu = loop.valu * costs.valu_cycles
+    missing = sorted(name for name in matrix if name not in costs.mfma_cycles)
+    fewest = sum(n * costs.mfma_cycles.get(name, min(known)) for name, n in matrix.items())
+    most = sum(n * costs.mfma_cycles.get(name, max(known)) for name, n in matrix.items())
+    valu = valu * costs.valu_cycles
     return valu + most, max(valu, fewest), missing
 
 
@@ -104,5 +112,49 @@ def price(nbytes: float, programs: int | None, kernel: CompiledKernel, costs: Co
              + ("overlap" if hides else "added (one wave per SIMD hides nothing)")
              + (f"; no cycle figure for {', '.join(missing)}" if missing else "")
              + "; not priced: LDS, scalar, transcendentals; clock under load not public")
+    return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point), bytes_us=bytes_low,
+                       instructions_us=compute, basis=basis)
+
+
+EXECUTED = "kernel model from executed counts (gfx950 emulator), uncalibrated"
+
+
+def price_executed(nbytes: float, programs: int, count: int, units: float, fit, costs: Costs, peak_bandwidth: float,
+                   slowest_bandwidth: float, compute_units: int, waves_per_simd: int | None) -> KernelPrice:
+    """The time of `count` launches of `programs` programs, each doing `units` units of work (KV tiles or splits), from
+    the kernel's executed counts per wave (executed.ExecutedFit): VALU at 4 cycles and each MFMA's cycles on the SIMDs
+    the grid keeps busy, LDS bytes at the LDS rate on its busy CUs, against its bytes at the peak. Instructions: the
+    larger of SIMD time and LDS time (their sum at the high end; VALU and MFMA co-executed at the low end); with 2 or
+    more waves per SIMD the larger of bytes and instructions, else their sum, as price() does."""
+    per_wave = fit.per_wave(units)
+    waves = count * programs * fit.waves
+    cus = min(compute_units, programs)
+    simds = min(costs.simds_per_cu * compute_units, programs * min(fit.waves, costs.simds_per_cu))
+    matrix = {key.split(".", 1)[1]: n for key, n in per_wave.items() if key.startswith("mfma_by_name.") and n > 0}
+    valu, lds = max(0.0, per_wave.get("by_class.VALU", 0.0)), max(0.0, per_wave.get("by_class.LDS", 0.0))
+    lds_bytes = max(0.0, per_wave.get("bytes.lds_read", 0.0) + per_wave.get("bytes.lds_write", 0.0))
+    serial, overlapped, missing = instruction_cycles(valu, matrix, costs)
+    simd_us = waves * serial / simds / costs.clock_hz * 1e6
+    simd_low_us = waves * overlapped / simds / costs.clock_hz * 1e6
+    lds_us = waves * lds_bytes / (costs.lds_bytes_per_clock * cus) / costs.clock_hz * 1e6
+    compute, compute_low, compute_high = max(simd_us, lds_us), max(simd_low_us, lds_us), simd_us + lds_us
+    bytes_low = nbytes / (peak_bandwidth * cus / compute_units) * 1e6
+    bytes_high = nbytes / (slowest_bandwidth * cus / compute_units) * 1e6
+    hides = (waves_per_simd or 1) >= 2
+    point = max(bytes_low, compute) if hides else bytes_low + compute
+    low, high = max(bytes_low, compute_low), bytes_high + compute_high
+    mfma = sum(matrix.values())
+    basis = (f"{EXECUTED}: {fit.kernel} per wave {valu:.0f} VALU + {mfma:.0f} MFMA + {lds:.0f} LDS ({lds_bytes / 1e3:.1f} "
+             f"kB) at {units:.3g} {fit.unit}s per program (fixed {fit.fixed.get('by_class.VALU', 0):.0f} VALU + "
+             f"{fit.fixed.get('by_class.LDS', 0):.0f} LDS, per {fit.unit} "
+             f"{fit.per_unit.get('by_class.VALU', 0):.0f} VALU + {fit.per_unit.get('by_class.MFMA', 0):.0f} MFMA + "
+             f"{fit.per_unit.get('by_class.LDS', 0):.0f} LDS; fitted to {fit.calls} emulated calls, misfit "
+             f"{fit.misfit:.1%}), {programs} programs x {fit.waves} waves; SIMD {simd_us:.2f} us, LDS at "
+             f"{costs.lds_bytes_per_clock:g} B/clock/CU {lds_us:.2f} us, bytes {bytes_low:.2f} us; "
+             f"{waves_per_simd or '?'} waves/SIMD: bytes and instructions "
+             + ("overlap" if hides else "added (one wave per SIMD hides nothing)")
+             + (f"; no cycle figure for {', '.join(missing)}" if missing else "")
+             + f"; not priced: scalar ({per_wave.get('by_class.SALU', 0):.0f} SALU per wave), transcendentals beyond "
+             "full rate, LDS bank conflicts; clock under load not public")
     return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point), bytes_us=bytes_low,
                        instructions_us=compute, basis=basis)

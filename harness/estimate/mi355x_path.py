@@ -63,11 +63,12 @@ class PathPlan:
         partials = batch * splits * HEADS * (V_DIM + 1) * 4 if splits > 1 else 0
         q_and_out = batch * HEADS * QK_DIM * 2 + (partials or batch * HEADS * V_DIM * 2)
         found = [Launch("triton", f"{SPLIT_KERNEL} grid ({splits}, {batch}) [gfx950 plan]",
-                        bytes=batch * kv * QK_DIM + q_and_out, programs=splits * batch, kernel=SPLIT_KERNEL)]
+                        bytes=batch * kv * QK_DIM + q_and_out, programs=splits * batch, kernel=SPLIT_KERNEL,
+                        splits=splits)]
         if splits > 1 and not self.options["fused"] and self.merges:
             found.append(Launch("triton", f"{MERGE_KERNEL} grid ({batch}, {HEADS}) [gfx950 plan]",
                                 bytes=partials + batch * HEADS * V_DIM * 2, programs=batch * HEADS,
-                                kernel=MERGE_KERNEL))
+                                kernel=MERGE_KERNEL, splits=splits))
         return kept + found
 
 

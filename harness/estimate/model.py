@@ -167,9 +167,9 @@ def _gemm_price(launch: Launch, model: Model) -> Priced:
                                 f"no GEMM figure: launch (facts) + bytes: {UNCALIBRATED}", False), model, base)
 
 
-def price(launch: Launch, model: Model, kernels=None) -> Priced:
-    """One launch's price; `kernels` (estimate/gfx950_kernels.py's Gfx950Kernels) gives Triton kernels their gfx950
-    compile for the kernel model."""
+def price(launch: Launch, model: Model, kernels=None, shape: tuple | None = None) -> Priced:
+    """One launch's price; `kernels` (estimate/gfx950_kernels.py's Gfx950Kernels) gives Triton kernels their executed
+    counts on the gfx950 emulator, else their gfx950 compile, for the kernel model; `shape` is the call's (batch, kv)."""
     cal = model.calibration
     n = launch.count
     if launch.kind == "python":
@@ -195,28 +195,54 @@ def price(launch: Launch, model: Model, kernels=None) -> Priced:
         low, high = min(helpers) * n, max(helpers) * n
         return Priced(launch, math.sqrt(low * high), low, high, f"no figure for {launch.name}: bounded by the "
                       "aiter helpers' figures", False)
-    found = _launch_and_bytes(launch, model, kernels)
+    found = _launch_and_bytes(launch, model, kernels, shape)
     return _with_effects(found, model, model.fixed_us("torch:launch") * launch.count) if launch.kind == "torch" \
         else found
 
 
-def _launch_and_bytes(launch: Launch, model: Model, kernels) -> Priced:
+def _executed_price(launch: Launch, model: Model, kernels, shape: tuple | None, base: float) -> Priced | None:
+    """A Triton launch priced from its kernel's executed counts on the gfx950 emulator, or None (no fit, no shape)."""
+    fit = kernels.executed.fits.get(launch.kernel) if kernels is not None and launch.kind == "triton" else None
+    if fit is None or shape is None or not launch.programs:
+        return None
+    units = kernels.executed.units(fit, shape[0], shape[1], launch.programs, launch.splits)
+    if units is None:
+        return None
+    cal = model.calibration
+    compiled = kernels.get(launch.kernel)
+    found = kernel_model.price_executed(launch.bytes, launch.programs, launch.count, units, fit, kernels.costs,
+                                        cal.peak_bandwidth, model.slowest_bandwidth(), cal.compute_units,
+                                        compiled.waves_per_simd if compiled is not None else None)
+    replaced = "" if compiled is None else (
+        f"; replaces the static count ({UNCALIBRATED}: gfx950 compile of AOT_SPECS '{compiled.label}', "
+        f"{compiled.loop.valu} VALU + {sum(compiled.loop.matrix.values())} MFMA per wave per loop iteration)")
+    return Priced(launch, base + found.us, base + found.low_us, base + found.high_us,
+                  f"launch (facts) + {found.basis}{replaced}", False, kernel_model=True)
+
+
+def _launch_and_bytes(launch: Launch, model: Model, kernels, shape: tuple | None = None) -> Priced:
     """torch ops and Triton kernels: a launch from the facts, their bytes by the roofline; a Triton grid of fewer
-    programs than compute units keeps only that share of the chip (and of its bandwidth) busy."""
+    programs than compute units keeps only that share of the chip (and of its bandwidth) busy. A Triton kernel with
+    executed counts (executed.py) is priced from them, else one with a gfx950 compile from its static loop count."""
     cal = model.calibration
     base = model.fixed_us("torch:launch") * launch.count
     share = min(1.0, launch.programs / cal.compute_units) if launch.programs else 1.0
     point, low, high = _bytes_range(launch.bytes, model, share)
     if launch.bytes <= 0:
         return Priced(launch, base, base, base, _fixed_basis(model, "torch:launch"), True)
+    executed = _executed_price(launch, model, kernels, shape, base)
+    if executed is not None:
+        return executed
     compiled = kernels.get(launch.kernel) if kernels is not None and launch.kind == "triton" else None
     if compiled is not None:
         found = kernel_model.price(launch.bytes, launch.programs, compiled, kernels.costs, cal.peak_bandwidth,
                                    model.slowest_bandwidth(), cal.compute_units)
+        static_why = f" (not from executed counts: {kernels.executed.why_not(launch.kernel)})"
         return Priced(launch, base + found.us, base + found.low_us, base + found.high_us,
-                      f"launch (facts) + {found.basis}", False, kernel_model=True)
+                      f"launch (facts) + {found.basis}{static_why}", False, kernel_model=True)
     grid = f" on {launch.programs} of {cal.compute_units} CUs" if share < 1 else ""
-    why = f" ({kernels.why_not(launch.kernel)})" if kernels is not None and launch.kernel else ""
+    why = (f" ({kernels.why_not(launch.kernel)}; not from executed counts: {kernels.executed.why_not(launch.kernel)})"
+           if kernels is not None and launch.kernel else "")
     return Priced(launch, base + point, base + low, base + high,
                   f"launch (facts) + bytes{grid}: {UNCALIBRATED}{why}", False)
 
@@ -237,7 +263,7 @@ class ShapeEstimate:
 def estimate_shape(shape: tuple, launches: list, model: Model, kernels=None) -> ShapeEstimate:
     """The benchmark-mode and ranked-mode estimate of one shape, with bands that cover the leave-one-file-out
     errors."""
-    priced = [price(launch, model, kernels) for launch in launches]
+    priced = [price(launch, model, kernels, shape) for launch in launches]
     calibrated = sum(p.us for p in priced if p.calibrated)
     loose = [p for p in priced if not p.calibrated]
     point = calibrated + sum(p.us for p in loose)

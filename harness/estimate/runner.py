@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from harness.estimate import fit, launches as launch_lists, mi355x_path
+from harness.estimate import executed, fit, launches as launch_lists, mi355x_path
 from harness.estimate.calibration import CUS
 from harness.estimate.gfx950_kernels import Gfx950Kernels
 from harness.estimate.model import Model, ShapeEstimate, estimate_shape
@@ -21,7 +21,7 @@ from harness.platform import Platform, interprets_triton
 from harness.results import ledger, records
 from harness.results.figures import geomean
 from harness.checks import lint
-from harness.run import cases, compiling, session
+from harness.run import cases, compiling, protocol, session
 from harness.run.worker import Worker
 from harness.sandbox import guard
 from harness.submission import Submission
@@ -151,6 +151,7 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
     kernels = Gfx950Kernels(lambda name: compiling.triton_reports(held, "gfx950", [name], preferred=True))
     sizes = [[int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])] for shape in shapes]
     path = mi355x_path.read(held.submission.path, platform.arch == "gfx950", lambda: _rocm_plan(held, sizes))
+    kernels.executed = _executed_counts(held, path, progress)
     risks: set = set()
     with held.start_worker("estimate", interprets_triton(held.submission, platform)) as worker:
         for index, shape in enumerate(shapes):
@@ -168,6 +169,21 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
             risks |= launch_lists.recorded_warnings(one)
             shape.estimate = estimate_shape((batch, kv), priced, model, kernels)
     return "", "pass", path.warnings(platform.describe()), sorted(risks)
+
+
+def _executed_counts(held: session.Guarded, path: mi355x_path.PathPlan, progress) -> executed.Executed:
+    """The file's kernels' executed counts from a few calls on the gfx950 emulator, in a worker of their own (the same
+    jail), or why there are none."""
+    why = executed.why_not_emulated(held.submission, held.platform)
+    if why:
+        return executed.Executed(why=why)
+    if progress:
+        progress(0, 1, "executed counts on the gfx950 emulator")
+    env = executed.emulator_env(held.submission, held.platform)
+    log = protocol.log_file_for(held.submission, "estimate-emulated")
+    block = int((path.options or {}).get("block_n") or executed.TILE)
+    return executed.sample(lambda: Worker(held.submission.path, "cpu", log, jail=held.jail, emulator=env),
+                           path.worked_out() and path.merges, block)
 
 
 def _rocm_plan(held: session.Guarded, sizes: list) -> dict:
