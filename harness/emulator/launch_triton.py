@@ -16,6 +16,7 @@ import struct
 import time
 
 from harness.emulator import launch_hip
+from harness.emulator.errors import NotEmulated
 
 ENV = "HARNESS_EMULATE_TRITON"  # set by the parent for --device gfx950
 PERSONA = "gfx950 emulated (CPU)"
@@ -70,7 +71,7 @@ def argument_bytes(kind: str, value, size: int) -> bytes:
         import torch
         bits = torch.tensor([float(value)], dtype=getattr(torch, "float16" if kind == "fp16" else "bfloat16"))
         return bits.view(torch.int16).item().to_bytes(2, "little", signed=True).ljust(size, b"\0")
-    raise ValueError(f"argument type {kind} cannot be passed to an emulated Triton kernel")
+    raise NotEmulated(f"a Triton argument of type {kind}")
 
 
 def kernarg_bytes(info, kinds: list, values: list) -> bytes:
@@ -131,7 +132,10 @@ class EmulatorLauncher:
         extra = explicit - len(self.kinds)  # Triton's own trailing pointers: global and profile scratch
         kinds, values = self.kinds + ["*u8"] * extra, values + (scratch + [None] * extra)[:extra]
         try:
-            kernarg = kernarg_bytes(info, kinds, values)
+            try:
+                kernarg = kernarg_bytes(info, kinds, values)
+            except NotEmulated as missing:
+                raise missing.in_kernel(name) from None
             started = time.monotonic()
             counts = launch_hip._runner()(code, name, grid, self.block, kernarg, dynamic_lds=self.shared,
                                           memory=tensor_memory(values, buffers))

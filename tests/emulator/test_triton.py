@@ -80,6 +80,13 @@ def test_a_read_past_a_tensor_fails_as_out_of_bounds():
     assert "out of bounds" in str(caught.value) and "past the end of tensor argument 0" in str(caught.value)
 
 
+def test_an_argument_the_bridge_cannot_pass_is_not_emulated_by_name():
+    from harness.emulator.errors import NotEmulated
+    with pytest.raises(NotEmulated) as caught:
+        launch_triton.argument_bytes("tensordesc<fp16[16, 16]>", None, 8)
+    assert str(caught.value).startswith("not emulated: a Triton argument of type tensordesc<fp16[16, 16]>")
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn])
 def test_dots_on_transposed_lds_reads_match_torch(dtype):
     a, b, out = torch.randn(32, 128).to(dtype), torch.randn(128, 64).to(dtype), torch.zeros(32, 64)
