@@ -11,7 +11,6 @@ run the file, or the calls do not separate the two parts, the kernel keeps its s
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -128,12 +127,6 @@ def why_not_emulated(submission, platform) -> str:
         return "no Triton kernels"
     missing = platforms.emulator_missing()
     return f"the gfx950 emulator cannot run here: {missing}" if missing else ""
-
-
-def emulator_env(submission, platform) -> dict:
-    """The child environment of `harness run --device gfx950` (Triton on the emulator, torch reporting ROCm)."""
-    emulated = dataclasses.replace(platform, backend="cpu", emulate_gfx950=True, emulate_triton=True)
-    return platforms.emulator_environment(submission, emulated)
 
 
 def sample(start_worker, merge_by_split: bool, block: int = TILE, samples=SAMPLES) -> Executed:

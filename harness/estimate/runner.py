@@ -21,7 +21,7 @@ from harness.platform import Platform, interprets_triton
 from harness.results import ledger, records
 from harness.results.figures import geomean
 from harness.checks import lint
-from harness.run import cases, compiling, protocol, session
+from harness.run import cases, compiling, session
 from harness.run.worker import Worker
 from harness.sandbox import guard
 from harness.submission import Submission
@@ -179,11 +179,9 @@ def _executed_counts(held: session.Guarded, path: mi355x_path.PathPlan, progress
         return executed.Executed(why=why)
     if progress:
         progress(0, 1, "executed counts on the gfx950 emulator")
-    env = executed.emulator_env(held.submission, held.platform)
-    log = protocol.log_file_for(held.submission, "estimate-emulated")
     block = int((path.options or {}).get("block_n") or executed.TILE)
-    return executed.sample(lambda: Worker(held.submission.path, "cpu", log, jail=held.jail, emulator=env),
-                           path.worked_out() and path.merges, block)
+    return executed.sample(lambda: held.start_emulated_worker("estimate-emulated"), path.worked_out() and path.merges,
+                           block)
 
 
 def _rocm_plan(held: session.Guarded, sizes: list) -> dict:

@@ -94,6 +94,14 @@ class Guarded:
         return Worker(self.submission.path, self.platform.torch_device, log, triton_interpreter=interpret,
                       jail=self.jail)
 
+    def start_emulated_worker(self, purpose: str) -> Worker:
+        """A worker as `harness run --device gfx950` starts one, in the jail: on the CPU, its HIP and Triton kernels
+        on the gfx950 emulator, torch reporting ROCm."""
+        on_emulator = dataclasses.replace(self.platform, backend="cpu", emulate_gfx950=True, emulate_triton=True)
+        log = protocol.log_file_for(self.submission, purpose)
+        return Worker(self.submission.path, "cpu", log, jail=self.jail,
+                      emulator=platforms.emulator_environment(self.submission, on_emulator))
+
 
 @contextlib.contextmanager
 def guarded(submission: Submission, platform: platforms.Platform, protection: guard.Protection):
