@@ -4,6 +4,18 @@ from dataclasses import dataclass, field
 LABEL = "gfx950 emulated (CPU): correctness only"
 
 
+def add_launches(total: dict, more: dict) -> None:
+    """Per kernel, the launches, seconds and counts of `more` added to `total` ({kernel: {launches, seconds,
+    counts}}); waves per workgroup is a launch's shape, not an amount: the largest is kept."""
+    for kernel, part in more.items():
+        entry = total.setdefault(kernel, {"launches": 0, "seconds": 0.0, "counts": {}})
+        entry["launches"] += part.get("launches", 0)
+        entry["seconds"] += part.get("seconds", 0.0)
+        for key, value in (part.get("counts") or {}).items():
+            merge = max if key == "waves_per_workgroup" else lambda a, b: a + b
+            entry["counts"][key] = merge(entry["counts"].get(key, 0), value)
+
+
 def instruction_class(mnemonic: str) -> str:
     if mnemonic.startswith(("v_mfma", "v_smfmac")):
         return "MFMA"

@@ -15,6 +15,7 @@ import dataclasses
 import os
 import time
 
+from harness.emulator.counts import add_launches
 from harness.emulator.hip_runtime import bundle, extension, library
 
 ENV = "HARNESS_EMULATE_GFX950"  # set by the parent: HIP runs emulated here
@@ -190,15 +191,8 @@ def summary() -> dict:
     """Launches since the last summary, by kernel; then forgotten."""
     kernels: dict = {}
     for launch in _launches:
-        entry = kernels.setdefault(launch["kernel"], {
-            "launches": 0, "seconds": 0.0, "counts": {}})
-        entry["launches"] += 1
-        entry["seconds"] += launch["seconds"]
-        for key, value in launch["counts"].items():
-            if key == "waves_per_workgroup":  # a launch's shape, not an amount: the largest
-                entry["counts"][key] = max(entry["counts"].get(key, 0), value)
-            elif isinstance(value, (int, float)):
-                entry["counts"][key] = entry["counts"].get(key, 0) + value
+        add_launches(kernels, {launch["kernel"]: {
+            "launches": 1, "seconds": launch["seconds"], "counts": launch["counts"]}})
     _launches.clear()
     return kernels
 

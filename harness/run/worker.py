@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.emulator.counts import add_launches
 from harness.paths import REPO_ROOT
 
 MAX_MESSAGE_CHARS = 4000  # a reply's message is capped so a giant mismatch report cannot flood the parent
@@ -64,17 +65,6 @@ def exit_reason(returncode: int) -> str:
 def cap(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     text = str(text)
     return text if len(text) <= limit else text[: limit - 40] + f" ... [{len(text) - limit + 40} chars cut]"
-
-
-def _add_emulated(total: dict, more: dict) -> None:
-    """Sums per kernel of the emulator's launches, seconds and counts over the child's replies."""
-    for kernel, part in more.items():
-        entry = total.setdefault(kernel, {"launches": 0, "seconds": 0.0, "counts": {}})
-        entry["launches"] += part.get("launches", 0)
-        entry["seconds"] += part.get("seconds", 0.0)
-        for key, value in (part.get("counts") or {}).items():
-            merge = max if key == "waves_per_workgroup" else lambda a, b: a + b  # a launch's shape, not an amount
-            entry["counts"][key] = merge(entry["counts"].get(key, 0), value)
 
 
 class Worker:
@@ -203,7 +193,7 @@ class Worker:
             return self._failed("error", "forged reply: a line the harness did not write came back on the worker's "
                                 "private result pipe", log_offset)
         self.standin = reply.get("standin") or self.standin
-        _add_emulated(self.emulated, reply.get("emulated") or {})
+        add_launches(self.emulated, reply.get("emulated") or {})  # over the child's replies
         if not reply.get("ok"):
             # A Python exception may leave the device in a bad state (illegal address...): start afresh.
             self.close()

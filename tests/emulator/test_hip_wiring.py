@@ -69,10 +69,10 @@ def test_a_run_with_a_skipped_case_is_no_pass():
 
 
 def test_the_parent_sums_emulated_counts_over_cases_but_keeps_a_launch_shape():
-    from harness.run.worker import _add_emulated
+    from harness.emulator.counts import add_launches
     total: dict = {}
     for _ in range(3):  # one reply per case
-        _add_emulated(total, {"k": {"launches": 1, "seconds": 0.5,
+        add_launches(total, {"k": {"launches": 1, "seconds": 0.5,
                                     "counts": {"wave_instructions": 100, "waves_per_workgroup": 4, "workgroups": 2}}})
     assert total["k"]["launches"] == 3 and total["k"]["counts"] == {
         "wave_instructions": 300, "waves_per_workgroup": 4, "workgroups": 6}
