@@ -30,25 +30,16 @@ def requested() -> bool:
     return os.environ.get(ENV) == "1"
 
 
-def flat_signature(signature) -> list:
-    """The kernel's parameter types in order, tuples flattened, constexprs left out (as Triton's launchers do)."""
-    flat = []
-    for entry in signature:
-        if isinstance(entry, tuple):
-            flat.extend(flat_signature(entry))
-        elif entry != "constexpr":
-            flat.append(entry)
-    return flat
-
-
-def flat_values(values) -> list:
-    flat = []
-    for value in values:
-        if isinstance(value, tuple):
-            flat.extend(flat_values(value))
-        else:
-            flat.append(value)
-    return flat
+def explicit_arguments(signature, values) -> list:
+    """(type, value) of each argument the kernel takes, in order: tuples flattened, constexprs left out (as Triton's
+    launchers do)."""
+    pairs = []
+    for kind, value in zip(signature, values):
+        if isinstance(kind, tuple):
+            pairs += explicit_arguments(kind, value)
+        elif kind != "constexpr":
+            pairs.append((kind, value))
+    return pairs
 
 
 INT_FORMATS = {"i1": "b", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "u1": "B", "u8": "B", "u16": "H",
@@ -107,8 +98,7 @@ class EmulatorLauncher:
     """Triton's launcher_cls: called with the grid, the metadata and every bound argument."""
 
     def __init__(self, src, metadata):
-        self.kinds = flat_signature(src.signature.values())
-        self.constexpr_at = [entry == "constexpr" for entry in src.signature.values()]
+        self.signature = list(src.signature.values())
         self.block = (metadata.num_warps * metadata.warp_size, 1, 1)
         self.scratch = [(metadata.global_scratch_size, metadata.global_scratch_align),
                         (getattr(metadata, "profile_scratch_size", 0), getattr(metadata, "profile_scratch_align", 1))]
@@ -118,7 +108,8 @@ class EmulatorLauncher:
                  exit_hook, *args):
         import torch
         code, name = function
-        values = flat_values([value for value, constant in zip(args, self.constexpr_at) if not constant])
+        pairs = explicit_arguments(self.signature, args)
+        kinds, values = [kind for kind, _ in pairs], [value for _, value in pairs]
         grid = (grid_x, grid_y, grid_z)
         programs = grid_x * grid_y * grid_z
         if programs == 0:
@@ -129,8 +120,8 @@ class EmulatorLauncher:
                    for buffer, (_, align) in zip(buffers, self.scratch)]
         info = code.kernels[name]
         explicit = sum(not kind.startswith("hidden_") for _, _, kind in info.args)
-        extra = explicit - len(self.kinds)  # Triton's own trailing pointers: global and profile scratch
-        kinds, values = self.kinds + ["*u8"] * extra, values + (scratch + [None] * extra)[:extra]
+        extra = explicit - len(kinds)  # Triton's own trailing pointers: global and profile scratch
+        kinds, values = kinds + ["*u8"] * extra, values + (scratch + [None] * extra)[:extra]
         try:
             try:
                 kernarg = kernarg_bytes(info, kinds, values)
