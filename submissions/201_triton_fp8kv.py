@@ -441,6 +441,100 @@ if HAVE_GLUON:
         gl.store(out_ptr + seq * 8192 + elems, o.to(gl.bfloat16))
         return t_ticket, t_polled
 
+    # TAGGED_MERGE (issue 31): no release, no ticket after the loop, no polls on a counter. Every partial word carries
+    # the call's tag in its low 8 mantissa bits (2^-15 relative, far under bf16's step), every log-sum-exp word the
+    # tag in its high 32 bits; a split stores its words straight from the wgmma accumulator and polls the words it
+    # merges until all carry this call's tag. The tag comes from a ticket taken at the kernel's start, under the
+    # first tile's wait; consecutive calls differ in it, so the last call's words never pass.
+    @gluon.jit
+    def _gl_call_tag(counter_ptr, seq, num_splits):
+        """This call's tag, 1..255 then 0.., from the sequence's ever-growing counter (one ticket per split)."""
+        ticket = gl.atomic_add(counter_ptr + seq, 1, sem="relaxed", scope="gpu")
+        return (ticket // num_splits + 1) & 255
+
+    @gluon.jit
+    def _gl_partial_word_index(rows, cols, hi):
+        """Word of O^T (row in V^T row order, head) in a split's 8,192-word partial. Blocks of 64 words hold
+        8 rows x 8 heads, so that a warp's store is 256 contiguous bytes; the blocks of one head octet come
+        first (a merge slice of 2 or more splits then needs 8 log-sum-exps): (j, hi, r >> 6, r >> 3 & 1,
+        r >> 4 & 3) x (r & 7, head % 8), j = head // 8."""
+        outer = (((cols // 8) * 2 + hi) * 4 + rows[:, None] // 64) * 2 + (rows[:, None] // 8) % 2
+        return ((outer * 4 + (rows[:, None] // 16) % 4) * 8 + rows[:, None] % 8) * 8 + cols % 8
+
+    @gluon.jit
+    def _gl_store_tagged(part_o_ptr, part_lse_ptr, acc_lo, acc_hi, m_i, l_i, kv_scale, tag, row0,
+                         o_layout: gl.constexpr):
+        """A split's normalized partial and its log2-sum-exp per head, each word tagged."""
+        rows = gl.arange(0, 256, layout=gl.SliceLayout(1, o_layout))
+        heads = gl.arange(0, 16, layout=gl.SliceLayout(0, o_layout))
+        l_h = gl.convert_layout(l_i, gl.SliceLayout(0, o_layout))
+        m_h = gl.convert_layout(m_i, gl.SliceLayout(0, o_layout))
+        safe_l = gl.where(l_h > 0, l_h, 1.0)
+        norm = (kv_scale / safe_l * (1.0 / 256.0))[None, :]
+        words = part_o_ptr + row0 * 512
+        for hi in gl.static_range(2):
+            o = (acc_hi if hi else acc_lo) * norm
+            bits = (o.to(gl.int32, bitcast=True) & -256) | tag
+            gl.store(words + _gl_partial_word_index(rows, heads[None, :], hi), bits.to(gl.float32, bitcast=True))
+        lse = gl.where(l_h > 0, m_h + gl.log2(safe_l), float("-inf"))
+        low = lse.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF
+        gl.store(part_lse_ptr + row0 + heads, (tag.to(gl.int64) << 32) | low)
+
+    @gluon.jit
+    def _gl_lse_stale(lse_words, tag):
+        """How many of the log-sum-exp words (split, head % 8) lack the tag."""
+        return gl.sum(gl.sum(((lse_words >> 32).to(gl.int32) != tag).to(gl.int32), 1), 0)
+
+    @gluon.jit
+    def _gl_tagged_stale(words, lse_words, tag):
+        """How many of the words (split, row, head % 8) and log-sum-exps lack the tag."""
+        stale = gl.sum(gl.sum(gl.sum(((words.to(gl.int32, bitcast=True) & 255) != tag).to(gl.int32), 2), 1), 0)
+        return stale + _gl_lse_stale(lse_words, tag)
+
+    @gluon.jit
+    def _gl_merge_tagged(part_o_ptr, part_lse_ptr, out_ptr, seq, split, num_splits, tag, ELEMS: gl.constexpr,
+                         NW: gl.constexpr):
+        """Merge the sequence's words [split x ELEMS, + ELEMS) (one head octet: ELEMS <= 4,096) once every split's
+        words there carry the tag, read as (split, row of 8 words, head % 8). Returns how often they were read."""
+        SP: gl.constexpr = 8192 // ELEMS
+        V: gl.constexpr = 8 if ELEMS >= 1024 else ELEMS // 128  # consecutive words per thread
+        RPT: gl.constexpr = ELEMS // 1024 if ELEMS >= 1024 else 1
+        l3: gl.constexpr = gl.BlockedLayout([SP, RPT, V], [1, 32 // (8 // V), 8 // V], [1, NW, 1], [2, 1, 0])
+        lw: gl.constexpr = gl.SliceLayout(1, l3)  # (split, head % 8) beside the words
+        lc: gl.constexpr = gl.BlockedLayout([1, 1], [4, 8], [NW, 1], [1, 0])  # (split, head % 8), compact
+        s3 = gl.arange(0, SP, layout=gl.SliceLayout(1, gl.SliceLayout(2, l3)))
+        r3 = gl.arange(0, ELEMS // 8, layout=gl.SliceLayout(0, gl.SliceLayout(2, l3)))
+        c3 = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, l3)))
+        rows = seq * num_splits + s3
+        at = (rows[:, None] * 8192 + split * ELEMS + r3[None, :] * 8)[:, :, None] + c3[None, None, :]
+        s2 = gl.arange(0, SP, layout=gl.SliceLayout(1, lc))
+        c2 = gl.arange(0, 8, layout=gl.SliceLayout(0, lc))
+        j = (split * ELEMS) // 4096  # the slice's head octet
+        lse_at = (seq * num_splits + s2)[:, None] * 16 + j * 8 + c2[None, :]
+        words = gl.load(part_o_ptr + at, volatile=True)
+        lse_words = gl.load(part_lse_ptr + lse_at, volatile=True)
+        stale = _gl_tagged_stale(words, lse_words, tag)
+        reads = 1
+        while stale > 0:  # a split is late: poll its 8 log-sum-exp words alone (not 32 KB), then the words again
+            lse_words = gl.load(part_lse_ptr + lse_at, volatile=True)
+            while _gl_lse_stale(lse_words, tag) > 0:
+                lse_words = gl.load(part_lse_ptr + lse_at, volatile=True)
+            words = gl.load(part_o_ptr + at, volatile=True)
+            stale = _gl_tagged_stale(words, lse_words, tag)
+            reads += 1
+        lse = lse_words.to(gl.int32).to(gl.float32, bitcast=True)
+        w = gl.exp2(lse - gl.max(lse, 0)[None, :])
+        total = gl.convert_layout(gl.sum(w, 0), gl.SliceLayout(0, gl.SliceLayout(0, l3)))
+        w = gl.convert_layout(w, lw)
+        o = gl.sum(words * gl.expand_dims(w, 1), 0) / total[None, :]  # (row of 8 words, head % 8)
+        # block b = (j, hi, rb, half, w4) of _gl_partial_word_index and row % 8 = r & 7 -> value dim
+        ro = gl.arange(0, ELEMS // 8, layout=gl.SliceLayout(1, gl.SliceLayout(0, l3)))
+        co = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(0, l3)))
+        b = (split * ELEMS) // 64 + ro // 8
+        dim = (b // 32) % 2 * 256 + (b % 4) * 64 + (b // 8) % 4 * 2 + (b // 4) % 2 + (ro % 8) * 8
+        gl.store(out_ptr + seq * 8192 + (j * 8 + co)[None, :] * 512 + dim[:, None], o.to(gl.bfloat16))
+        return reads
+
     @gluon.jit
     def _gl_vt_block(v):
         """(64 tokens, 128 dims) -> (128 dims, 64 tokens) in the row and column orders of the V^T buffer."""
@@ -512,6 +606,7 @@ if HAVE_GLUON:
         MERGE_ELEMS: gl.constexpr = 512,  # FUSED_MERGE: output elements (head x dim) each split merges
         TMA: gl.constexpr = False,  # tiles copied by TMA (kv_desc_n / kv_desc_r) and awaited on mbarriers
         L2_EVICT_FIRST: gl.constexpr = False,  # TMA: the marker that has l2_evict_first_ptx hint the tile copies
+        TAGGED_MERGE: gl.constexpr = False,  # FUSED_MERGE: tagged partial words polled in place of a ticket
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
@@ -527,6 +622,8 @@ if HAVE_GLUON:
             t_start = _gl_globaltimer()
         t_first = t_start if TRACE else 0
         gl.static_assert(NW == 4 or VT_ROWS == 0, "8 warps need VT_ROWS 0")
+        if TAGGED_MERGE:
+            tag = _gl_call_tag(counter_ptr, seq, num_splits)
         kv_start = gl.load(kv_indptr_ptr + seq)
         kv_end = gl.load(kv_indptr_ptr + seq + 1)
         per_split = gl.cdiv(gl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
@@ -713,55 +810,64 @@ if HAVE_GLUON:
             gl_async.wait_group(0)
         if LAZY_SUM:
             l_i = gl.sum(l_rows, 0)
-        # epilogue: O^T chunks to a dims-contiguous layout, normalized
-        if VEC_EPILOGUE:  # rows put back in value-dim order in registers, then 8 consecutive dims per thread
-            ol: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])
-        elif VT_ROWS == 0 and NW == 4:  # lanes on O^T rows r3, r6, r7, r0, r1 = dims 0-31: a warp stores 32 dims
-            ol: gl.constexpr = gl.DistributedLinearLayout(
-                reg_bases=[[4, 0], [16, 0], [32, 0], [0, 1], [0, 2]],
-                lane_bases=[[8, 0], [64, 0], [128, 0], [1, 0], [2, 0]],
-                warp_bases=[[0, 4], [0, 8]], block_bases=[], shape=[256, H])
-        elif VT_ROWS == 0:  # 8 warps: lanes on rows r3, r7, r0, r1, r2 = value dims 0-31
-            ol: gl.constexpr = gl.DistributedLinearLayout(
-                reg_bases=[[16, 0], [32, 0], [64, 0], [0, 1]], lane_bases=[[8, 0], [128, 0], [1, 0], [2, 0], [4, 0]],
-                warp_bases=[[0, 2], [0, 4], [0, 8]], block_bases=[], shape=[256, H])
-        else:
-            ol: gl.constexpr = gl.BlockedLayout([4, 1], [32, 1], [1, NW], [0, 1])
-        l_o = gl.convert_layout(l_i, gl.SliceLayout(0, ol))
-        m_o = gl.convert_layout(m_i, gl.SliceLayout(0, ol))
-        safe_l = gl.where(l_o > 0, l_o, 1.0)
-        norm = kv_scale / safe_l * (1.0 / 256.0)
-        oh = gl.arange(0, H, layout=gl.SliceLayout(0, ol))
-        oj = gl.arange(0, 256, layout=gl.SliceLayout(1, ol))  # row of O^T (V^T row order) -> value dim
-        if VT_ROWS == 0:  # the row order of _gl_v_operand
-            if NW == 4:
-                od = ((oj >> 3) & 1) + ((oj >> 6) & 1) * 2 + ((oj >> 7) & 1) * 4 + (oj & 7) * 8 + ((oj >> 4) & 3) * 64
+        if TAGGED_MERGE:
+            gl.static_assert(FUSED_MERGE and VT_ROWS == 0 and NW == 4, "tagged words: the fused merge, V^T in registers")
+            _gl_store_tagged(part_o_ptr, part_lse_ptr, acc_lo, acc_hi, m_i, l_i, kv_scale, tag,
+                             (seq * num_splits + split) * H, o_layout)
+            if TRACE:
+                t_ticket = _gl_globaltimer()
+            reads = _gl_merge_tagged(part_o_ptr, part_lse_ptr, out_ptr, seq, split, num_splits, tag, MERGE_ELEMS, NW)
+            if TRACE:
+                t_polled = _gl_globaltimer_after(reads)
+        else:  # epilogue: O^T chunks to a dims-contiguous layout, normalized
+            if VEC_EPILOGUE:  # rows put back in value-dim order in registers, then 8 consecutive dims per thread
+                ol: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])
+            elif VT_ROWS == 0 and NW == 4:  # lanes on O^T rows r3, r6, r7, r0, r1 = dims 0-31: a warp stores 32 dims
+                ol: gl.constexpr = gl.DistributedLinearLayout(
+                    reg_bases=[[4, 0], [16, 0], [32, 0], [0, 1], [0, 2]],
+                    lane_bases=[[8, 0], [64, 0], [128, 0], [1, 0], [2, 0]],
+                    warp_bases=[[0, 4], [0, 8]], block_bases=[], shape=[256, H])
+            elif VT_ROWS == 0:  # 8 warps: lanes on rows r3, r7, r0, r1, r2 = value dims 0-31
+                ol: gl.constexpr = gl.DistributedLinearLayout(
+                    reg_bases=[[16, 0], [32, 0], [64, 0], [0, 1]], lane_bases=[[8, 0], [128, 0], [1, 0], [2, 0], [4, 0]],
+                    warp_bases=[[0, 2], [0, 4], [0, 8]], block_bases=[], shape=[256, H])
             else:
-                od = ((oj >> 3) & 1) + ((oj >> 7) & 1) * 2 + (oj & 7) * 4 + ((oj >> 4) & 7) * 32
-            o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
-            o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
-        elif VEC_EPILOGUE:
-            od = oj
-            o_lo = gl.convert_layout(_gl_dim_order(acc_lo), ol) * norm[None, :]
-            o_hi = gl.convert_layout(_gl_dim_order(acc_hi), ol) * norm[None, :]
-        else:
-            od = (oj // 32) * 32 + (oj % 4) * 8 + (oj % 32) // 4
-            o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
-            o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
-        if WRITE_FINAL:
-            dst = out_ptr + seq * H * 512 + oh[None, :] * 512 + od[:, None]
-            gl.store(dst, o_lo.to(gl.bfloat16))
-            gl.store(dst + 256, o_hi.to(gl.bfloat16))
-        else:
-            part = (seq * num_splits + split) * H
-            dst = part_o_ptr + (part + oh[None, :]) * 512 + od[:, None]
-            gl.store(dst, o_lo.to(part_o_ptr.dtype.element_ty))  # fp32 or bf16 partials (option part_bf16)
-            gl.store(dst + 256, o_hi.to(part_o_ptr.dtype.element_ty))
-            lse = gl.where(l_o > 0, m_o + gl.log2(safe_l), float("-inf"))
-            gl.store(part_lse_ptr + part + oh, lse)
-            if FUSED_MERGE:
-                t_ticket, t_polled = _gl_merge_own_slice(part_o_ptr, part_lse_ptr, out_ptr, counter_ptr, seq, split,
-                                                         num_splits, MERGE_ELEMS, NW, TRACE)
+                ol: gl.constexpr = gl.BlockedLayout([4, 1], [32, 1], [1, NW], [0, 1])
+            l_o = gl.convert_layout(l_i, gl.SliceLayout(0, ol))
+            m_o = gl.convert_layout(m_i, gl.SliceLayout(0, ol))
+            safe_l = gl.where(l_o > 0, l_o, 1.0)
+            norm = kv_scale / safe_l * (1.0 / 256.0)
+            oh = gl.arange(0, H, layout=gl.SliceLayout(0, ol))
+            oj = gl.arange(0, 256, layout=gl.SliceLayout(1, ol))  # row of O^T (V^T row order) -> value dim
+            if VT_ROWS == 0:  # the row order of _gl_v_operand
+                if NW == 4:
+                    od = ((oj >> 3) & 1) + ((oj >> 6) & 1) * 2 + ((oj >> 7) & 1) * 4 + (oj & 7) * 8 + ((oj >> 4) & 3) * 64
+                else:
+                    od = ((oj >> 3) & 1) + ((oj >> 7) & 1) * 2 + (oj & 7) * 4 + ((oj >> 4) & 7) * 32
+                o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
+                o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
+            elif VEC_EPILOGUE:
+                od = oj
+                o_lo = gl.convert_layout(_gl_dim_order(acc_lo), ol) * norm[None, :]
+                o_hi = gl.convert_layout(_gl_dim_order(acc_hi), ol) * norm[None, :]
+            else:
+                od = (oj // 32) * 32 + (oj % 4) * 8 + (oj % 32) // 4
+                o_lo = gl.convert_layout(acc_lo, ol) * norm[None, :]
+                o_hi = gl.convert_layout(acc_hi, ol) * norm[None, :]
+            if WRITE_FINAL:
+                dst = out_ptr + seq * H * 512 + oh[None, :] * 512 + od[:, None]
+                gl.store(dst, o_lo.to(gl.bfloat16))
+                gl.store(dst + 256, o_hi.to(gl.bfloat16))
+            else:
+                part = (seq * num_splits + split) * H
+                dst = part_o_ptr + (part + oh[None, :]) * 512 + od[:, None]
+                gl.store(dst, o_lo.to(part_o_ptr.dtype.element_ty))  # fp32 or bf16 partials (option part_bf16)
+                gl.store(dst + 256, o_hi.to(part_o_ptr.dtype.element_ty))
+                lse = gl.where(l_o > 0, m_o + gl.log2(safe_l), float("-inf"))
+                gl.store(part_lse_ptr + part + oh, lse)
+                if FUSED_MERGE:
+                    t_ticket, t_polled = _gl_merge_own_slice(part_o_ptr, part_lse_ptr, out_ptr, counter_ptr, seq, split,
+                                                             num_splits, MERGE_ELEMS, NW, TRACE)
         if TRACE:
             slot = trace_ptr + (seq * num_splits + split) * 16
             gl.store(slot, t_start)
@@ -772,9 +878,11 @@ if HAVE_GLUON:
             gl.store(slot + 4, t_kv)
             gl.store(slot + 5, t_q)
             gl.store(slot + 6, t_loop)
-            if FUSED_MERGE:
+            if FUSED_MERGE or TAGGED_MERGE:
                 gl.store(slot + 7, t_ticket)
                 gl.store(slot + 8, t_polled)
+            if TAGGED_MERGE:
+                gl.store(slot + 9, reads.to(gl.int64))
 
 
 @triton.jit
@@ -1017,7 +1125,7 @@ def platform_defaults(device: torch.device) -> dict:
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
             "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0,
-            "gluon_block": 64, "fused_merge": 0, "tma": 0, "l2_evict_first": 0}
+            "gluon_block": 64, "fused_merge": 0, "tma": 0, "l2_evict_first": 0, "tagged_merge": 0}
     if device.type == "cpu" and not torch.version.hip:  # the interpreter (ROCm on a CPU: the gfx950 emulator)
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -1079,11 +1187,22 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
         if (plan["gluon"] and "merge_dims" not in tuning and plan["splits"] >= 16
                 and batch * NUM_HEADS * 2 <= _compute_units(q.device)):
             plan["merge_dims"] = 128  # few (sequence, head) pairs, many splits: merge by 128-dim slices (4 x 8k)
-        rows = batch * plan["splits"] * NUM_HEADS
-        if plan["splits"] > 1:
+        splits = plan["splits"]
+        # fused merge: a power-of-two split count and a grid that fits on the device at once (cooperative launch)
+        plan["fused_merge_taken"] = bool(plan["gluon"] and plan["fused_merge"] and 1 < splits <= 64
+                                         and splits == triton.next_power_of_2(splits)
+                                         and batch * splits <= _compute_units(q.device) * plan["programs_per_cu"])
+        plan["tagged_merge_taken"] = bool(plan["fused_merge_taken"] and plan["tagged_merge"] and plan["vt_rows"] == 0
+                                          and plan["gluon_block"] == 64)
+        rows = batch * splits * NUM_HEADS
+        if splits > 1:
             part_dtype = torch.bfloat16 if plan["part_bf16"] else torch.float32
             plan["part_o"] = torch.empty((rows, V_DIM), dtype=part_dtype, device=q.device)
-            plan["part_lse"] = torch.empty((rows,), dtype=torch.float32, device=q.device)
+            if plan["tagged_merge_taken"]:  # tagged words: zeros carry tag 0, which the first call (tag 1) never takes
+                plan["part_o"].zero_()
+                plan["part_lse"] = torch.zeros((rows,), dtype=torch.int64, device=q.device)
+            else:
+                plan["part_lse"] = torch.empty((rows,), dtype=torch.float32, device=q.device)
             plan["counter"] = torch.zeros((batch,), dtype=torch.int32, device=q.device)
         _PLAN_CACHE[key] = plan
     return plan
@@ -1130,9 +1249,7 @@ def mla_decode(data: input_t, **tuning) -> output_t:
     kv8, kv_scale = kv_data["fp8"]
     kv = kv8.reshape(kv8.shape[0], QK_DIM)
     if plan["gluon"]:
-        # fused merge: a power-of-two split count and a grid that fits on the device at once (cooperative launch)
-        fused_merge = (bool(plan["fused_merge"]) and splits > 1 and splits == pow2 and splits <= 64
-                       and batch * splits <= _compute_units(q.device) * plan["programs_per_cu"])
+        fused_merge = plan["fused_merge_taken"]
         warps = plan["gluon_block"] // 16
         descs = _kv_descriptors(kv, plan["gluon_block"]) if plan["tma"] else (None, None)
         mla_fp8_gluon_kernel[(splits, batch)](
@@ -1145,6 +1262,7 @@ def mla_decode(data: input_t, **tuning) -> output_t:
             LAZY_SUM=bool(plan["lazy_sum"]), NW=warps, TRACE="trace" in plan,
             TMA=bool(plan["tma"]), FUSED_MERGE=fused_merge,
             L2_EVICT_FIRST=bool(plan["tma"] and plan["l2_evict_first"]),
+            TAGGED_MERGE=plan["tagged_merge_taken"],
             MERGE_ELEMS=V_DIM * NUM_HEADS // splits if fused_merge else 512,
             num_warps=warps, **({"launch_cooperative_grid": True} if fused_merge else {}),
         )

@@ -5,6 +5,7 @@ on small shapes, every launch path checked with the official check; the split mo
 pure Python; the gfx950 ahead-of-time compile must show no spills and fp8 MFMAs for both dots (fp8 x fp8:
 no software decode). GPU (marked): the official shapes on the device, default and the other paths.
 """
+import itertools
 import subprocess
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def test_gluon_kernel_compiles_for_sm90():
     constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 0, "ASYNC": True,
                   "PDL_TRIGGER": False, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True, "NW": 4,
                   "TRACE": False, "FUSED_MERGE": True, "MERGE_ELEMS": 2048, "TMA": True,
-                  "L2_EVICT_FIRST": True}  # the default, 4 splits
+                  "L2_EVICT_FIRST": True, "TAGGED_MERGE": False}  # the default, 4 splits
     sub._install_l2_hint_stage()  # as the default plan does: the marked kernel's TMA copies get the L2 hint
     signature = {name: ("constexpr" if name in constexprs else types[name]) for name in kernel.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
@@ -223,7 +224,7 @@ def test_official_shapes_on_the_device(device_sub, spec):
     data = ref.generate_input(batch, 1, kv_len, seed, device="cuda")
     ok, message = ref.check_implementation(data, device_sub.custom_kernel(data))
     assert ok, message
-    for tuning in ({"fused": 1}, {"fused": 0}, {"gluon": 0}, {"tma": 0}, {"fused_merge": 0}):
+    for tuning in ({"fused": 1}, {"fused": 0}, {"gluon": 0}, {"tma": 0}, {"fused_merge": 0}, {"tagged_merge": 1}):
         ok, message = ref.check_implementation(data, device_sub.mla_decode(data, **tuning))
         assert ok, f"{tuning}: {message}"
 
@@ -238,10 +239,10 @@ def test_tma_tiles_and_fused_merge_on_uneven_lengths(device_sub):
     padded = torch.full((kv8.shape[0] + 64, *kv8.shape[1:]), 0x7F, dtype=torch.uint8, device="cuda")  # e4m3 NaN
     padded[:kv8.shape[0]] = kv8.view(torch.uint8)
     data[1]["fp8"] = (padded.view(kv8.dtype), kv_scale)  # rows past the last sequence: TMA copies them, P.V must not
-    for splits in (None, 2, 4, 16):
-        tuning = {} if splits is None else {"splits": splits}
-        expected = device_sub.mla_decode(data, tma=0, fused_merge=0, **tuning)
-        for _ in range(3):  # the counter keeps growing across calls
+    for splits, tagged in itertools.product((None, 2, 4, 16, 32), (0, 1)):
+        tuning = {"tagged_merge": tagged} if splits is None else {"splits": splits, "tagged_merge": tagged}
+        expected = device_sub.mla_decode(data, tma=0, fused_merge=0, splits=tuning.get("splits"))
+        for _ in range(3):  # the counter keeps growing across calls (tagged: the tag changes every call)
             out = device_sub.mla_decode(data, **tuning)
             ok, message = ref.check_implementation(data, out)
             assert ok, f"{tuning}: {message}"
