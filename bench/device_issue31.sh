@@ -22,7 +22,7 @@ for v in $V; do  # one compiling process per variant (Triton's cache is shared)
 done
 wait "${PIDS[@]}"
 grep -h "FAIL\|Error" "$OUT"/warm_*.txt | head -8
-timeout 200 python3 bench/tools/flush_probe_201.py --out "$OUT" --reps "${REPS:-20}" \
+timeout "${PROBE_TIMEOUT:-200}" python3 bench/tools/flush_probe_201.py --out "$OUT" --reps "${REPS:-20}" \
   --flushes "${FLUSHES:-dirty,clean}" $V 2>&1 | grep -vi warn \
   >"$OUT/probe.txt"
 timeout 90 python3 bench/tools/trace_201.py --out "$OUT" 2>&1 | grep -vi warn >"$OUT/trace.txt"

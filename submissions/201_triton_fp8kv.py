@@ -32,11 +32,12 @@ them in registers (PRMT), with the token order of P^T permuted alike and the dim
 no V^T is written to shared memory; two programs per SM (84 KB of shared memory each). vt_rows=256 / 512 keep
 the earlier V^T buffer in shared memory. `gluon=0` selects the Triton kernel above on any platform (the earlier
 NVIDIA default: pv_chunks=4, reload=1). Options measured and not taken (bench/NOTES.md, issue 20): gluon_block=128
-(two warpgroups per program on 128-token tiles), stages 1, 3 or 4, bf16 partials. `trace=<int64 tensor>` records
+(two warpgroups per program on 128-token tiles), stages 1, 3 or 4, bf16 partials for the merge kernels. `trace=<int64 tensor>` records
 each program's start, first tile and end (%globaltimer) and SM for bench/tools/trace_201.py.
 Issue 31: with a KV of at most 4x the L2, the TMA tile copies carry an L2 evict-first policy (a PTX stage added to
 Triton's pipeline rewrites the marked kernel's copies, see l2_evict_first_ptx), so that the dirty lines a cache flush
-leaves behind are not what the KV's lines evict.
+leaves behind are not what the KV's lines evict. With the fused merge, each split stores its partial in bf16 straight
+from the P.V accumulator (direct_partials), in a word order of its own that the merging splits read back.
 
 Issue 20: on sm90 the splits of a sequence merge it themselves (fused_merge): the launch is cooperative (every program
 resident), each split stores its partial, takes a ticket from a per-sequence counter that only grows, waits until
@@ -402,11 +403,10 @@ if HAVE_GLUON:
                                          [address.to(gl.int64, bitcast=True)], dtype=gl.int32, is_pure=False, pack=1)
 
     @gluon.jit
-    def _gl_merge_own_slice(part_o_ptr, part_lse_ptr, out_ptr, counter_ptr, seq, split, num_splits,
-                            ELEMS: gl.constexpr, NW: gl.constexpr, TRACE: gl.constexpr = False):
-        """FUSED_MERGE: once every split of the sequence has stored its partial, this split merges ELEMS of the
-        sequence's 16 x 512 outputs. The launch is cooperative (all programs resident), so the wait cannot hang.
-        Returns the clock when the ticket came back and when the polls ended (TRACE; else zeros)."""
+    def _gl_wait_for_splits(counter_ptr, seq, num_splits, TRACE: gl.constexpr = False):
+        """FUSED_MERGE: release this split's partial and wait until every split of the sequence has. The launch is
+        cooperative (all programs resident), so the wait cannot hang. Returns the clock when the ticket came back and
+        when the polls ended (TRACE; else zeros)."""
         gl_barrier()  # every warp's partial stores precede the release below
         # the counter only grows: a call's splits take the values [k * n, (k + 1) * n), so each split learns from its
         # own ticket when all n have arrived (int32: 2^31 / n calls); no reset, no second counter
@@ -422,6 +422,14 @@ if HAVE_GLUON:
         else:
             t_ticket = 0
             t_polled = 0
+        return t_ticket, t_polled
+
+    @gluon.jit
+    def _gl_merge_own_slice(part_o_ptr, part_lse_ptr, out_ptr, counter_ptr, seq, split, num_splits,
+                            ELEMS: gl.constexpr, NW: gl.constexpr, TRACE: gl.constexpr = False):
+        """FUSED_MERGE: once every split of the sequence has stored its partial, this split merges ELEMS of the
+        sequence's 16 x 512 outputs. Returns _gl_wait_for_splits's clocks."""
+        t_ticket, t_polled = _gl_wait_for_splits(counter_ptr, seq, num_splits, TRACE)
         SP: gl.constexpr = 8192 // ELEMS  # the host launches this with a power-of-two split count, SP of them
         CH: gl.constexpr = 512 if ELEMS > 512 else ELEMS  # a chunk lies within one head
         NCH: gl.constexpr = ELEMS // CH
@@ -441,30 +449,21 @@ if HAVE_GLUON:
         gl.store(out_ptr + seq * 8192 + elems, o.to(gl.bfloat16))
         return t_ticket, t_polled
 
-    # TAGGED_MERGE (issue 31): no release, no ticket after the loop, no polls on a counter. Every partial word carries
-    # the call's tag in its low 8 mantissa bits (2^-15 relative, far under bf16's step), every log-sum-exp word the
-    # tag in its high 32 bits; a split stores its words straight from the wgmma accumulator and polls the words it
-    # merges until all carry this call's tag. The tag comes from a ticket taken at the kernel's start, under the
-    # first tile's wait; consecutive calls differ in it, so the last call's words never pass.
-    @gluon.jit
-    def _gl_call_tag(counter_ptr, seq, num_splits):
-        """This call's tag, 1..255 then 0.., from the sequence's ever-growing counter (one ticket per split)."""
-        ticket = gl.atomic_add(counter_ptr + seq, 1, sem="relaxed", scope="gpu")
-        return (ticket // num_splits + 1) & 255
-
+    # DIRECT_PARTIALS (issue 31): a split stores its partial straight from the P.V wgmma's accumulator, with no
+    # layout conversion through shared memory, in an order of its own that _gl_merge_direct_slice reads back.
     @gluon.jit
     def _gl_partial_word_index(rows, cols, hi):
-        """Word of O^T (row in V^T row order, head) in a split's 8,192-word partial. Blocks of 64 words hold
-        8 rows x 8 heads, so that a warp's store is 256 contiguous bytes; the blocks of one head octet come
-        first (a merge slice of 2 or more splits then needs 8 log-sum-exps): (j, hi, r >> 6, r >> 3 & 1,
-        r >> 4 & 3) x (r & 7, head % 8), j = head // 8."""
-        outer = (((cols // 8) * 2 + hi) * 4 + rows[:, None] // 64) * 2 + (rows[:, None] // 8) % 2
-        return ((outer * 4 + (rows[:, None] // 16) % 4) * 8 + rows[:, None] % 8) * 8 + cols % 8
+        """Word of O^T (row r in V^T row order, head) in a split's 8,192-word partial. Blocks of 64 words hold
+        8 rows x 8 heads, so that a warp's store is 256 contiguous bytes. Block b = (head // 8, hi, r >> 4 & 3,
+        r >> 6, r >> 3 & 1): a merge slice of 2 or more splits needs one head octet's log-sum-exps, and blocks
+        8g .. 8g + 7 hold 8 consecutive value dims (b % 8 = value dim % 8) for the merge's output stores."""
+        outer = (((cols // 8) * 2 + hi) * 4 + (rows[:, None] // 16) % 4) * 8 + (rows[:, None] // 64) * 2
+        return ((outer + (rows[:, None] // 8) % 2) * 8 + rows[:, None] % 8) * 8 + cols % 8
 
     @gluon.jit
-    def _gl_store_tagged(part_o_ptr, part_lse_ptr, acc_lo, acc_hi, m_i, l_i, kv_scale, tag, row0,
+    def _gl_store_direct(part_o_ptr, part_lse_ptr, acc_lo, acc_hi, m_i, l_i, kv_scale, row0,
                          o_layout: gl.constexpr):
-        """A split's normalized partial and its log2-sum-exp per head, each word tagged."""
+        """A split's normalized partial (in _gl_partial_word_index's order) and its log2-sum-exp per head."""
         rows = gl.arange(0, 256, layout=gl.SliceLayout(1, o_layout))
         heads = gl.arange(0, 16, layout=gl.SliceLayout(0, o_layout))
         l_h = gl.convert_layout(l_i, gl.SliceLayout(0, o_layout))
@@ -474,66 +473,49 @@ if HAVE_GLUON:
         words = part_o_ptr + row0 * 512
         for hi in gl.static_range(2):
             o = (acc_hi if hi else acc_lo) * norm
-            bits = (o.to(gl.int32, bitcast=True) & -256) | tag
-            gl.store(words + _gl_partial_word_index(rows, heads[None, :], hi), bits.to(gl.float32, bitcast=True))
-        lse = gl.where(l_h > 0, m_h + gl.log2(safe_l), float("-inf"))
-        low = lse.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF
-        gl.store(part_lse_ptr + row0 + heads, (tag.to(gl.int64) << 32) | low)
+            gl.store(words + _gl_partial_word_index(rows, heads[None, :], hi), o.to(part_o_ptr.dtype.element_ty))
+        gl.store(part_lse_ptr + row0 + heads, gl.where(l_h > 0, m_h + gl.log2(safe_l), float("-inf")))
 
     @gluon.jit
-    def _gl_lse_stale(lse_words, tag):
-        """How many of the log-sum-exp words (split, head % 8) lack the tag."""
-        return gl.sum(gl.sum(((lse_words >> 32).to(gl.int32) != tag).to(gl.int32), 1), 0)
-
-    @gluon.jit
-    def _gl_tagged_stale(words, lse_words, tag):
-        """How many of the words (split, row, head % 8) and log-sum-exps lack the tag."""
-        stale = gl.sum(gl.sum(gl.sum(((words.to(gl.int32, bitcast=True) & 255) != tag).to(gl.int32), 2), 1), 0)
-        return stale + _gl_lse_stale(lse_words, tag)
-
-    @gluon.jit
-    def _gl_merge_tagged(part_o_ptr, part_lse_ptr, out_ptr, seq, split, num_splits, tag, ELEMS: gl.constexpr,
-                         NW: gl.constexpr):
-        """Merge the sequence's words [split x ELEMS, + ELEMS) (one head octet: ELEMS <= 4,096) once every split's
-        words there carry the tag, read as (split, row of 8 words, head % 8). Returns how often they were read."""
+    def _gl_merge_direct_slice(part_o_ptr, part_lse_ptr, out_ptr, seq, split, num_splits, ELEMS: gl.constexpr,
+                               NW: gl.constexpr):
+        """Merge the sequence's words [split x ELEMS, + ELEMS) of every split's partial (one head octet: ELEMS <=
+        4,096), read as (split, row of 8 words, head % 8), once _gl_wait_for_splits has returned."""
         SP: gl.constexpr = 8192 // ELEMS
         V: gl.constexpr = 8 if ELEMS >= 1024 else ELEMS // 128  # consecutive words per thread
         RPT: gl.constexpr = ELEMS // 1024 if ELEMS >= 1024 else 1
         l3: gl.constexpr = gl.BlockedLayout([SP, RPT, V], [1, 32 // (8 // V), 8 // V], [1, NW, 1], [2, 1, 0])
-        lw: gl.constexpr = gl.SliceLayout(1, l3)  # (split, head % 8) beside the words
         lc: gl.constexpr = gl.BlockedLayout([1, 1], [4, 8], [NW, 1], [1, 0])  # (split, head % 8), compact
         s3 = gl.arange(0, SP, layout=gl.SliceLayout(1, gl.SliceLayout(2, l3)))
         r3 = gl.arange(0, ELEMS // 8, layout=gl.SliceLayout(0, gl.SliceLayout(2, l3)))
         c3 = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, l3)))
-        rows = seq * num_splits + s3
-        at = (rows[:, None] * 8192 + split * ELEMS + r3[None, :] * 8)[:, :, None] + c3[None, None, :]
+        at = ((seq * num_splits + s3)[:, None] * 8192 + split * ELEMS + r3[None, :] * 8)[:, :, None] + c3[None, None, :]
         s2 = gl.arange(0, SP, layout=gl.SliceLayout(1, lc))
         c2 = gl.arange(0, 8, layout=gl.SliceLayout(0, lc))
         j = (split * ELEMS) // 4096  # the slice's head octet
-        lse_at = (seq * num_splits + s2)[:, None] * 16 + j * 8 + c2[None, :]
-        words = gl.load(part_o_ptr + at, volatile=True)
-        lse_words = gl.load(part_lse_ptr + lse_at, volatile=True)
-        stale = _gl_tagged_stale(words, lse_words, tag)
-        reads = 1
-        while stale > 0:  # a split is late: poll its 8 log-sum-exp words alone (not 32 KB), then the words again
-            lse_words = gl.load(part_lse_ptr + lse_at, volatile=True)
-            while _gl_lse_stale(lse_words, tag) > 0:
-                lse_words = gl.load(part_lse_ptr + lse_at, volatile=True)
-            words = gl.load(part_o_ptr + at, volatile=True)
-            stale = _gl_tagged_stale(words, lse_words, tag)
-            reads += 1
-        lse = lse_words.to(gl.int32).to(gl.float32, bitcast=True)
+        lse = gl.load(part_lse_ptr + (seq * num_splits + s2)[:, None] * 16 + j * 8 + c2[None, :], cache_modifier=".cg")
+        words = gl.load(part_o_ptr + at, cache_modifier=".cg").to(gl.float32)
         w = gl.exp2(lse - gl.max(lse, 0)[None, :])
         total = gl.convert_layout(gl.sum(w, 0), gl.SliceLayout(0, gl.SliceLayout(0, l3)))
-        w = gl.convert_layout(w, lw)
+        w = gl.convert_layout(w, gl.SliceLayout(1, l3))
         o = gl.sum(words * gl.expand_dims(w, 1), 0) / total[None, :]  # (row of 8 words, head % 8)
-        # block b = (j, hi, rb, half, w4) of _gl_partial_word_index and row % 8 = r & 7 -> value dim
-        ro = gl.arange(0, ELEMS // 8, layout=gl.SliceLayout(1, gl.SliceLayout(0, l3)))
-        co = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(0, l3)))
-        b = (split * ELEMS) // 64 + ro // 8
-        dim = (b // 32) % 2 * 256 + (b % 4) * 64 + (b // 8) % 4 * 2 + (b // 4) % 2 + (ro % 8) * 8
-        gl.store(out_ptr + seq * 8192 + (j * 8 + co)[None, :] * 512 + dim[:, None], o.to(gl.bfloat16))
-        return reads
+        # block b of _gl_partial_word_index and row % 8 (= r & 7) -> value dim (b // 32 % 2) * 256 + (b // 8 % 4) * 64
+        # + (r & 7) * 8 + b % 8
+        if ELEMS >= 512:  # 8 consecutive dims of a head per thread: a 16-byte store
+            g8 = gl.permute(gl.reshape(o, [ELEMS // 512, 8, 8, 8]), (0, 2, 3, 1))  # (b // 8, r & 7, head % 8, b % 8)
+            ol: gl.constexpr = gl.BlockedLayout([1, 8], [32, 1], [NW, 1], [1, 0])
+            o8 = gl.convert_layout(gl.reshape(g8, [ELEMS // 8, 8]), ol)
+            ro = gl.arange(0, ELEMS // 8, layout=gl.SliceLayout(1, ol))  # (b // 8, r & 7, head % 8)
+            b8 = (split * ELEMS) // 512 + ro // 64
+            first = (j * 8 + ro % 8) * 512 + (b8 // 4) % 2 * 256 + (b8 % 4) * 64 + (ro // 8) % 8 * 8
+            d8 = gl.arange(0, 8, layout=gl.SliceLayout(0, ol))
+            gl.store(out_ptr + seq * 8192 + first[:, None] + d8[None, :], o8.to(gl.bfloat16))
+        else:
+            ro = gl.arange(0, ELEMS // 8, layout=gl.SliceLayout(1, gl.SliceLayout(0, l3)))
+            co = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(0, l3)))
+            b = (split * ELEMS) // 64 + ro // 8
+            dim = (b // 32) % 2 * 256 + (b // 8) % 4 * 64 + (ro % 8) * 8 + b % 8
+            gl.store(out_ptr + seq * 8192 + (j * 8 + co)[None, :] * 512 + dim[:, None], o.to(gl.bfloat16))
 
     @gluon.jit
     def _gl_vt_block(v):
@@ -606,7 +588,7 @@ if HAVE_GLUON:
         MERGE_ELEMS: gl.constexpr = 512,  # FUSED_MERGE: output elements (head x dim) each split merges
         TMA: gl.constexpr = False,  # tiles copied by TMA (kv_desc_n / kv_desc_r) and awaited on mbarriers
         L2_EVICT_FIRST: gl.constexpr = False,  # TMA: the marker that has l2_evict_first_ptx hint the tile copies
-        TAGGED_MERGE: gl.constexpr = False,  # FUSED_MERGE: tagged partial words polled in place of a ticket
+        DIRECT_PARTIALS: gl.constexpr = False,  # FUSED_MERGE: partials stored from the accumulator as it lies
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
@@ -622,8 +604,6 @@ if HAVE_GLUON:
             t_start = _gl_globaltimer()
         t_first = t_start if TRACE else 0
         gl.static_assert(NW == 4 or VT_ROWS == 0, "8 warps need VT_ROWS 0")
-        if TAGGED_MERGE:
-            tag = _gl_call_tag(counter_ptr, seq, num_splits)
         kv_start = gl.load(kv_indptr_ptr + seq)
         kv_end = gl.load(kv_indptr_ptr + seq + 1)
         per_split = gl.cdiv(gl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
@@ -810,15 +790,12 @@ if HAVE_GLUON:
             gl_async.wait_group(0)
         if LAZY_SUM:
             l_i = gl.sum(l_rows, 0)
-        if TAGGED_MERGE:
-            gl.static_assert(FUSED_MERGE and VT_ROWS == 0 and NW == 4, "tagged words: the fused merge, V^T in registers")
-            _gl_store_tagged(part_o_ptr, part_lse_ptr, acc_lo, acc_hi, m_i, l_i, kv_scale, tag,
-                             (seq * num_splits + split) * H, o_layout)
-            if TRACE:
-                t_ticket = _gl_globaltimer()
-            reads = _gl_merge_tagged(part_o_ptr, part_lse_ptr, out_ptr, seq, split, num_splits, tag, MERGE_ELEMS, NW)
-            if TRACE:
-                t_polled = _gl_globaltimer_after(reads)
+        if DIRECT_PARTIALS:
+            gl.static_assert(FUSED_MERGE and VT_ROWS == 0 and NW == 4, "direct partials: the fused merge, V^T in registers")
+            _gl_store_direct(part_o_ptr, part_lse_ptr, acc_lo, acc_hi, m_i, l_i, kv_scale, (seq * num_splits + split) * H,
+                             o_layout)
+            t_ticket, t_polled = _gl_wait_for_splits(counter_ptr, seq, num_splits, TRACE)
+            _gl_merge_direct_slice(part_o_ptr, part_lse_ptr, out_ptr, seq, split, num_splits, MERGE_ELEMS, NW)
         else:  # epilogue: O^T chunks to a dims-contiguous layout, normalized
             if VEC_EPILOGUE:  # rows put back in value-dim order in registers, then 8 consecutive dims per thread
                 ol: gl.constexpr = gl.BlockedLayout([8, 1], [32, 1], [1, NW], [0, 1])
@@ -878,11 +855,9 @@ if HAVE_GLUON:
             gl.store(slot + 4, t_kv)
             gl.store(slot + 5, t_q)
             gl.store(slot + 6, t_loop)
-            if FUSED_MERGE or TAGGED_MERGE:
+            if FUSED_MERGE:
                 gl.store(slot + 7, t_ticket)
                 gl.store(slot + 8, t_polled)
-            if TAGGED_MERGE:
-                gl.store(slot + 9, reads.to(gl.int64))
 
 
 @triton.jit
@@ -1125,7 +1100,7 @@ def platform_defaults(device: torch.device) -> dict:
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
             "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0,
-            "gluon_block": 64, "fused_merge": 0, "tma": 0, "l2_evict_first": 0, "tagged_merge": 0}
+            "gluon_block": 64, "fused_merge": 0, "tma": 0, "l2_evict_first": 0, "direct_partials": 0}
     if device.type == "cpu" and not torch.version.hip:  # the interpreter (ROCm on a CPU: the gfx950 emulator)
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -1150,8 +1125,12 @@ def platform_defaults(device: torch.device) -> dict:
             # (l2_evict_first -1: by size; 1 / 0 force it): the dirty lines the harness's flush leaves are then not
             # the victims (ncu: 29 -> 10 MB written back at 32 x 8k); larger KVs measured slower with it (256 x 8k
             # 283 -> 297 us), bench/notes/2026-12-02-issue31.md.
+            # Issue 31 (2026-12-02, third round): with the fused merge, each split stores its partial straight from
+            # the P.V accumulator (direct_partials: no layout conversion through shared memory, 8 or 4 contiguous
+            # bytes per thread) and in bf16 (part_bf16 -1: bf16 where direct partials are taken): the epilogue
+            # 2.1 -> 1.5 us, the geomean 36.7 -> 35.8 us in one call (bench/notes/2026-12-02-issue31-round3.md).
             plan.update(gluon=1, pdl=1, vt_rows=0, lazy_sum=1, async_mma=1, min_tokens=64, tma=1, fused_merge=1,
-                        l2_evict_first=-1)
+                        l2_evict_first=-1, direct_partials=1, part_bf16=-1)
     elif torch.version.hip:
         # gfx950 MFMA takes fp8 P.V as is. 32-token tiles without software pipelining: 236 VGPR, 2 waves per SIMD
         # (64-token tiles with 2 stages: 374, 1 wave); loop VALU ~1,890 cycles per 64 tokens per CU against
@@ -1192,17 +1171,15 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
         plan["fused_merge_taken"] = bool(plan["gluon"] and plan["fused_merge"] and 1 < splits <= 64
                                          and splits == triton.next_power_of_2(splits)
                                          and batch * splits <= _compute_units(q.device) * plan["programs_per_cu"])
-        plan["tagged_merge_taken"] = bool(plan["fused_merge_taken"] and plan["tagged_merge"] and plan["vt_rows"] == 0
-                                          and plan["gluon_block"] == 64)
+        plan["direct_partials_taken"] = bool(plan["fused_merge_taken"] and plan["direct_partials"]
+                                             and plan["vt_rows"] == 0 and plan["gluon_block"] == 64)
         rows = batch * splits * NUM_HEADS
         if splits > 1:
+            if plan["part_bf16"] < 0:  # bf16 with direct partials only (the merge kernels measured slower on it)
+                plan["part_bf16"] = int(plan["direct_partials_taken"])
             part_dtype = torch.bfloat16 if plan["part_bf16"] else torch.float32
             plan["part_o"] = torch.empty((rows, V_DIM), dtype=part_dtype, device=q.device)
-            if plan["tagged_merge_taken"]:  # tagged words: zeros carry tag 0, which the first call (tag 1) never takes
-                plan["part_o"].zero_()
-                plan["part_lse"] = torch.zeros((rows,), dtype=torch.int64, device=q.device)
-            else:
-                plan["part_lse"] = torch.empty((rows,), dtype=torch.float32, device=q.device)
+            plan["part_lse"] = torch.empty((rows,), dtype=torch.float32, device=q.device)
             plan["counter"] = torch.zeros((batch,), dtype=torch.int32, device=q.device)
         _PLAN_CACHE[key] = plan
     return plan
@@ -1262,7 +1239,7 @@ def mla_decode(data: input_t, **tuning) -> output_t:
             LAZY_SUM=bool(plan["lazy_sum"]), NW=warps, TRACE="trace" in plan,
             TMA=bool(plan["tma"]), FUSED_MERGE=fused_merge,
             L2_EVICT_FIRST=bool(plan["tma"] and plan["l2_evict_first"]),
-            TAGGED_MERGE=plan["tagged_merge_taken"],
+            DIRECT_PARTIALS=plan["direct_partials_taken"],
             MERGE_ELEMS=V_DIM * NUM_HEADS // splits if fused_merge else 512,
             num_warps=warps, **({"launch_cooperative_grid": True} if fused_merge else {}),
         )

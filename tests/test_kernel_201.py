@@ -101,8 +101,8 @@ def test_choose_splits_gluon(sub):
 @pytest.mark.slow
 def test_gluon_kernel_compiles_for_sm90():
     """The sm90 Gluon kernel compiles on a CPU: fp8 wgmma for both dots, V^T from 8-byte shared loads into the P.V
-    wgmma's registers, tiles by TMA, the fused merge's atomic ticket, no spills, and shared memory for two programs
-    per SM."""
+    wgmma's registers, tiles by TMA, the fused merge's atomic ticket and direct bf16 partials, no spills, and shared
+    memory for two programs per SM."""
     import re
     import tempfile
 
@@ -117,7 +117,7 @@ def test_gluon_kernel_compiles_for_sm90():
 
     kernel = sub.mla_fp8_gluon_kernel
     types = {"q_ptr": "*bf16", "q_stride_t": "i32", "q_stride_h": "i32", "kv_ptr": "*fp8e4nv",
-             "kv_scale_ptr": "*fp32", "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
+             "kv_scale_ptr": "*fp32", "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*bf16",
              "part_lse_ptr": "*fp32", "counter_ptr": "*i32", "sm_scale": "fp32", "num_splits": "i32",
              "trace_ptr": "*i64",
              "kv_desc_n": f"tensordesc<fp8e4nv[64, 512],{NVMMASharedLayout(128, 8, 2)!r}>",
@@ -125,7 +125,7 @@ def test_gluon_kernel_compiles_for_sm90():
     constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 0, "ASYNC": True,
                   "PDL_TRIGGER": False, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True, "NW": 4,
                   "TRACE": False, "FUSED_MERGE": True, "MERGE_ELEMS": 2048, "TMA": True,
-                  "L2_EVICT_FIRST": True, "TAGGED_MERGE": False}  # the default, 4 splits
+                  "L2_EVICT_FIRST": True, "DIRECT_PARTIALS": True}  # the default, 4 splits
     sub._install_l2_hint_stage()  # as the default plan does: the marked kernel's TMA copies get the L2 hint
     signature = {name: ("constexpr" if name in constexprs else types[name]) for name in kernel.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
@@ -155,6 +155,9 @@ def test_gluon_kernel_compiles_for_sm90():
     assert re.search(r"QGMMA\.64x16x32\.F32\.E4M3\.E4M3 R\d+, R\d+, gdesc", sass)
     assert loads >= 32 and stores < loads, (loads, stores)
     assert "E4M3.UNPACK" not in sass  # no fp8 -> fp16 conversion of the values (only fp32 -> fp8 of Q and P)
+    # direct partials (issue 31): the bf16 partial leaves the accumulator as it lies, a bf16 pair (4 bytes) per
+    # store, 32 per thread; the merged output leaves as 8 consecutive dims (16 bytes) per store
+    assert len(re.findall(r"\bSTG\.E ", sass)) == 32 and "STG.E.128" in sass
 
 
 def test_l2_evict_first_ptx_rewrites_only_marked_tensor_copies():
@@ -224,7 +227,8 @@ def test_official_shapes_on_the_device(device_sub, spec):
     data = ref.generate_input(batch, 1, kv_len, seed, device="cuda")
     ok, message = ref.check_implementation(data, device_sub.custom_kernel(data))
     assert ok, message
-    for tuning in ({"fused": 1}, {"fused": 0}, {"gluon": 0}, {"tma": 0}, {"fused_merge": 0}, {"tagged_merge": 1}):
+    for tuning in ({"fused": 1}, {"fused": 0}, {"gluon": 0}, {"tma": 0}, {"fused_merge": 0}, {"direct_partials": 0},
+                   {"direct_partials": 1, "part_bf16": 0}):
         ok, message = ref.check_implementation(data, device_sub.mla_decode(data, **tuning))
         assert ok, f"{tuning}: {message}"
 
@@ -239,10 +243,10 @@ def test_tma_tiles_and_fused_merge_on_uneven_lengths(device_sub):
     padded = torch.full((kv8.shape[0] + 64, *kv8.shape[1:]), 0x7F, dtype=torch.uint8, device="cuda")  # e4m3 NaN
     padded[:kv8.shape[0]] = kv8.view(torch.uint8)
     data[1]["fp8"] = (padded.view(kv8.dtype), kv_scale)  # rows past the last sequence: TMA copies them, P.V must not
-    for splits, tagged in itertools.product((None, 2, 4, 16, 32), (0, 1)):
-        tuning = {"tagged_merge": tagged} if splits is None else {"splits": splits, "tagged_merge": tagged}
+    for splits, direct in itertools.product((None, 2, 4, 16, 32), (0, 1)):
+        tuning = {"direct_partials": direct} if splits is None else {"splits": splits, "direct_partials": direct}
         expected = device_sub.mla_decode(data, tma=0, fused_merge=0, splits=tuning.get("splits"))
-        for _ in range(3):  # the counter keeps growing across calls (tagged: the tag changes every call)
+        for _ in range(3):  # the counter keeps growing across calls
             out = device_sub.mla_decode(data, **tuning)
             ok, message = ref.check_implementation(data, out)
             assert ok, f"{tuning}: {message}"

@@ -10,8 +10,7 @@ the kernel's span; writes OUT/trace.json with every program's record.
 
 Since 2026-12-02 (issue 31) a program's record has 16 slots: start, first tile in, end, SM, then kv_indptr in, Q in
 shared memory (the barrier before the loop), loop done, and with the fused merge the ticket back and the polls done
-(0 otherwise; with the tagged merge: the words stored, the polls done, and slot 9 how often the words were read).
-A second line per shape gives the median time of each phase: kv_indptr (start -> kv_indptr in), Q (start
+(0 otherwise). A second line per shape gives the median time of each phase: kv_indptr (start -> kv_indptr in), Q (start
 -> Q in shared memory), first tile (start -> first tile in), loop (first tile -> loop done), epilogue (loop done ->
 ticket back: normalization, partial stores, the release), polls (ticket -> polls done: waiting for the other splits),
 merge (polls done -> end; without the fused merge, loop done -> end).
@@ -50,8 +49,6 @@ def summarize(records: list[list[int]]) -> dict:
     phases = {"kv_indptr": med(0, 4), "q": med(0, 5), "first_tile": med(0, 1), "loop": med(1, 6),
               "epilogue": med(6, 7) if fused else None, "polls": med(7, 8) if fused else None,
               "merge": med(8, 2) if fused else med(6, 2)}
-    if any(r[9] for r in records):  # tagged merge: how often a program read the words it merges
-        phases["reads_max"] = max(r[9] for r in records)
     return {"programs": len(records), "sms": len(per_sm), "most_per_sm": max(per_sm.values()), "phases": phases,
             "start_spread": max(starts), "first_tile_median": statistics.median(firsts), "first_tile_max": max(firsts),
             "duration_median": statistics.median(durations), "duration_max": max(durations),
