@@ -236,8 +236,9 @@ def test_official_shapes_on_the_device(device_sub, spec):
 @pytest.mark.gpu
 def test_tma_tiles_and_fused_merge_on_uneven_lengths(device_sub):
     """Partial last tiles (TMA brings the next sequence's rows; they must not reach P.V), empty splits, and the fused
-    merge's ever-growing ticket counter over repeated calls and several split counts: every output passes the
-    official check and equals the cp.async + merge-kernel path's."""
+    merge's ever-growing ticket counter over repeated calls and several split counts, with fp32 and direct bf16
+    partials: every output passes the official check and equals the cp.async + merge-kernel path's (fp32 partials)
+    within the partials' rounding."""
     data = ref.generate_input(6, 1, 0, 77, device="cuda", kv_seq_lens=[1, 63, 65, 130, 1000, 3001])
     kv8, kv_scale = data[1]["fp8"]
     padded = torch.full((kv8.shape[0] + 64, *kv8.shape[1:]), 0x7F, dtype=torch.uint8, device="cuda")  # e4m3 NaN
@@ -251,4 +252,6 @@ def test_tma_tiles_and_fused_merge_on_uneven_lengths(device_sub):
             ok, message = ref.check_implementation(data, out)
             assert ok, f"{tuning}: {message}"
             assert torch.isfinite(out).all()
-            torch.testing.assert_close(out, expected, atol=2e-3, rtol=2e-3)
+            # bf16 partials (direct) round each split's partial once more: up to ~2 bf16 steps (2^-7 relative)
+            rtol = 2e-2 if direct else 2e-3
+            torch.testing.assert_close(out, expected, atol=2e-3, rtol=rtol)
