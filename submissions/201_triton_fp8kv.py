@@ -476,11 +476,74 @@ if HAVE_GLUON:
             gl.store(words + _gl_partial_word_index(rows, heads[None, :], hi), o.to(part_o_ptr.dtype.element_ty))
         gl.store(part_lse_ptr + row0 + heads, gl.where(l_h > 0, m_h + gl.log2(safe_l), float("-inf")))
 
+    # CLUSTER_MERGE (issue 31): the splits of a sequence form one thread-block cluster. The host launches the kernel
+    # with cluster dims = splits and an exchange area of shared memory past Triton's own, at xchg_offset bytes from
+    # global_smem. Each split pushes its bf16 partial words to the splits that merge them, and its 16 log2-sum-exps to
+    # every split, through distributed shared memory; one cluster barrier; each split merges from its own area.
+    @gluon.jit
+    def _gl_cluster_barrier(ASM: gl.constexpr):
+        """barrier.cluster.arrive / wait (every thread of the program)."""
+        gl.inline_asm_elementwise(ASM + " // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _gl_push_b32(offset, rank, bits):
+        """Store the int32 bits at byte `offset` of the exchange area of the cluster's program `rank`."""
+        gl.inline_asm_elementwise("{ .reg .u32 la, ra; mov.u32 la, global_smem; add.u32 la, la, $1; "
+                                  "mapa.shared::cluster.u32 ra, la, $2; st.shared::cluster.b32 [ra], $3; } // $0",
+                                  "=r,r,r,r", [offset, rank, bits], dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _gl_push_b16(offset, rank, bits):
+        """Store the int16 bits at byte `offset` of the exchange area of the cluster's program `rank`."""
+        gl.inline_asm_elementwise("{ .reg .u32 la, ra; mov.u32 la, global_smem; add.u32 la, la, $1; "
+                                  "mapa.shared::cluster.u32 ra, la, $2; st.shared::cluster.b16 [ra], $3; } // $0",
+                                  "=r,r,r,h", [offset, rank, bits], dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _gl_shared_b16(offset):
+        """This program's int16 at byte `offset` of shared memory (past Triton's own: the exchange area)."""
+        return gl.inline_asm_elementwise("{ .reg .u32 la; mov.u32 la, global_smem; add.u32 la, la, $1; "
+                                         "ld.shared.b16 $0, [la]; }", "=h,r", [offset], dtype=gl.int16,
+                                         is_pure=False, pack=1)
+
+    @gluon.jit
+    def _gl_shared_b32(offset):
+        """This program's int32 at byte `offset` of shared memory (past Triton's own: the exchange area)."""
+        return gl.inline_asm_elementwise("{ .reg .u32 la; mov.u32 la, global_smem; add.u32 la, la, $1; "
+                                         "ld.shared.b32 $0, [la]; }", "=r,r", [offset], dtype=gl.int32,
+                                         is_pure=False, pack=1)
+
+    @gluon.jit
+    def _gl_push_partial(acc_lo, acc_hi, m_i, l_i, kv_scale, split, xchg_offset, ELEMS: gl.constexpr,
+                         NW: gl.constexpr, o_layout: gl.constexpr):
+        """This split's normalized bf16 partial, word w (_gl_partial_word_index) to the exchange area of split
+        w // ELEMS at (this split, w % ELEMS), and its log2-sum-exps to every split's at (this split, head)."""
+        SP: gl.constexpr = 8192 // ELEMS
+        rows = gl.arange(0, 256, layout=gl.SliceLayout(1, o_layout))
+        heads = gl.arange(0, 16, layout=gl.SliceLayout(0, o_layout))
+        l_h = gl.convert_layout(l_i, gl.SliceLayout(0, o_layout))
+        m_h = gl.convert_layout(m_i, gl.SliceLayout(0, o_layout))
+        safe_l = gl.where(l_h > 0, l_h, 1.0)
+        norm = (kv_scale / safe_l * (1.0 / 256.0))[None, :]
+        for hi in gl.static_range(2):
+            o = ((acc_hi if hi else acc_lo) * norm).to(gl.bfloat16).to(gl.int16, bitcast=True)
+            word = _gl_partial_word_index(rows, heads[None, :], hi)
+            _gl_push_b16(xchg_offset + (split * ELEMS + word % ELEMS) * 2, word // ELEMS, o)
+        lse = gl.where(l_h > 0, m_h + gl.log2(safe_l), float("-inf"))
+        ll: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [NW, 1], [1, 0])  # (receiving split, head)
+        lse = gl.convert_layout(lse, gl.SliceLayout(0, ll))
+        ranks = gl.arange(0, SP, layout=gl.SliceLayout(1, ll))
+        bits = gl.where(ranks[:, None] >= 0, lse[None, :], 0.0).to(gl.int32, bitcast=True)
+        heads_l = gl.arange(0, 16, layout=gl.SliceLayout(0, ll))
+        at = xchg_offset + SP * ELEMS * 2 + (split * 16 + heads_l) * 4
+        _gl_push_b32(at[None, :] + ranks[:, None] * 0, ranks[:, None] + heads_l[None, :] * 0, bits)
+
     @gluon.jit
     def _gl_merge_direct_slice(part_o_ptr, part_lse_ptr, out_ptr, seq, split, num_splits, ELEMS: gl.constexpr,
-                               NW: gl.constexpr):
+                               NW: gl.constexpr, CLUSTER: gl.constexpr = False, xchg_offset=0):
         """Merge the sequence's words [split x ELEMS, + ELEMS) of every split's partial (one head octet: ELEMS <=
-        4,096), read as (split, row of 8 words, head % 8), once _gl_wait_for_splits has returned."""
+        4,096), read as (split, row of 8 words, head % 8): from global memory once _gl_wait_for_splits has returned,
+        or (CLUSTER) from this program's exchange area once the cluster barrier has."""
         SP: gl.constexpr = 8192 // ELEMS
         V: gl.constexpr = 8 if ELEMS >= 1024 else ELEMS // 128  # consecutive words per thread
         RPT: gl.constexpr = ELEMS // 1024 if ELEMS >= 1024 else 1
@@ -493,8 +556,16 @@ if HAVE_GLUON:
         s2 = gl.arange(0, SP, layout=gl.SliceLayout(1, lc))
         c2 = gl.arange(0, 8, layout=gl.SliceLayout(0, lc))
         j = (split * ELEMS) // 4096  # the slice's head octet
-        lse = gl.load(part_lse_ptr + (seq * num_splits + s2)[:, None] * 16 + j * 8 + c2[None, :], cache_modifier=".cg")
-        words = gl.load(part_o_ptr + at, cache_modifier=".cg").to(gl.float32)
+        if CLUSTER:  # the exchange area: (sender split, word) bf16, then (sender split, head) fp32
+            words = _gl_shared_b16(xchg_offset + (s3[:, None, None] * ELEMS + (r3 * 8)[None, :, None]
+                                                  + c3[None, None, :]) * 2).to(gl.bfloat16, bitcast=True)
+            words = words.to(gl.float32)
+            lse_at = xchg_offset + SP * ELEMS * 2 + (s2[:, None] * 16 + j * 8 + c2[None, :]) * 4
+            lse = _gl_shared_b32(lse_at).to(gl.float32, bitcast=True)
+        else:
+            lse = gl.load(part_lse_ptr + (seq * num_splits + s2)[:, None] * 16 + j * 8 + c2[None, :],
+                          cache_modifier=".cg")
+            words = gl.load(part_o_ptr + at, cache_modifier=".cg").to(gl.float32)
         w = gl.exp2(lse - gl.max(lse, 0)[None, :])
         total = gl.convert_layout(gl.sum(w, 0), gl.SliceLayout(0, gl.SliceLayout(0, l3)))
         w = gl.convert_layout(w, gl.SliceLayout(1, l3))
@@ -571,7 +642,7 @@ if HAVE_GLUON:
         q_ptr, q_stride_t, q_stride_h,
         kv_ptr, kv_scale_ptr, kv_indptr_ptr,
         out_ptr, part_o_ptr, part_lse_ptr, counter_ptr,
-        sm_scale, num_splits, trace_ptr, kv_desc_n, kv_desc_r,
+        sm_scale, num_splits, trace_ptr, kv_desc_n, kv_desc_r, xchg_offset,
         WRITE_FINAL: gl.constexpr,
         BLOCK_N: gl.constexpr,     # tokens per tile = the M of the score wgmma (64: one warpgroup, 128: two)
         STAGES: gl.constexpr,      # cp.async depth
@@ -589,6 +660,7 @@ if HAVE_GLUON:
         TMA: gl.constexpr = False,  # tiles copied by TMA (kv_desc_n / kv_desc_r) and awaited on mbarriers
         L2_EVICT_FIRST: gl.constexpr = False,  # TMA: the marker that has l2_evict_first_ptx hint the tile copies
         DIRECT_PARTIALS: gl.constexpr = False,  # FUSED_MERGE: partials stored from the accumulator as it lies
+        CLUSTER_MERGE: gl.constexpr = False,  # DIRECT_PARTIALS through distributed shared memory (a cluster per sequence)
     ):
         split = gl.program_id(0)
         seq = gl.program_id(1)
@@ -604,6 +676,8 @@ if HAVE_GLUON:
             t_start = _gl_globaltimer()
         t_first = t_start if TRACE else 0
         gl.static_assert(NW == 4 or VT_ROWS == 0, "8 warps need VT_ROWS 0")
+        if CLUSTER_MERGE:  # every program of the cluster has started before any writes to its shared memory
+            _gl_cluster_barrier("barrier.cluster.arrive.relaxed.aligned;")
         kv_start = gl.load(kv_indptr_ptr + seq)
         kv_end = gl.load(kv_indptr_ptr + seq + 1)
         per_split = gl.cdiv(gl.cdiv(kv_end - kv_start, num_splits), BLOCK_N) * BLOCK_N
@@ -790,7 +864,17 @@ if HAVE_GLUON:
             gl_async.wait_group(0)
         if LAZY_SUM:
             l_i = gl.sum(l_rows, 0)
-        if DIRECT_PARTIALS:
+        if CLUSTER_MERGE:
+            gl.static_assert(DIRECT_PARTIALS and NW == 4, "the cluster merge takes the direct partials' word order")
+            _gl_cluster_barrier("barrier.cluster.wait.aligned;")
+            _gl_push_partial(acc_lo, acc_hi, m_i, l_i, kv_scale, split, xchg_offset, MERGE_ELEMS, NW, o_layout)
+            _gl_cluster_barrier("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;")
+            if TRACE:
+                t_ticket = _gl_globaltimer()
+                t_polled = t_ticket
+            _gl_merge_direct_slice(part_o_ptr, part_lse_ptr, out_ptr, seq, split, num_splits, MERGE_ELEMS, NW,
+                                   True, xchg_offset)
+        elif DIRECT_PARTIALS:
             gl.static_assert(FUSED_MERGE and VT_ROWS == 0 and NW == 4, "direct partials: the fused merge, V^T in registers")
             _gl_store_direct(part_o_ptr, part_lse_ptr, acc_lo, acc_hi, m_i, l_i, kv_scale, (seq * num_splits + split) * H,
                              o_layout)
@@ -855,7 +939,7 @@ if HAVE_GLUON:
             gl.store(slot + 4, t_kv)
             gl.store(slot + 5, t_q)
             gl.store(slot + 6, t_loop)
-            if FUSED_MERGE:
+            if FUSED_MERGE or CLUSTER_MERGE:
                 gl.store(slot + 7, t_ticket)
                 gl.store(slot + 8, t_polled)
 
@@ -1100,7 +1184,7 @@ def platform_defaults(device: torch.device) -> dict:
             "maxnreg": 0, "fused": 0, "programs_per_cu": 2, "splits": None, "min_tokens": 128,
             "gluon": 0, "stages": 2, "vt_rows": 256, "smodel": 1, "merge_dims": 0, "async_mma": 0, "part_bf16": 0,
             "pdl": 0, "late_refill": 0, "vec_epilogue": 0, "mxfp4": 0, "lazy_sum": 0,
-            "gluon_block": 64, "fused_merge": 0, "tma": 0, "l2_evict_first": 0, "direct_partials": 0}
+            "gluon_block": 64, "fused_merge": 0, "tma": 0, "l2_evict_first": 0, "direct_partials": 0, "cluster_merge": 0}
     if device.type == "cpu" and not torch.version.hip:  # the interpreter (ROCm on a CPU: the gfx950 emulator)
         plan.update(num_stages=1, programs_per_cu=1)
     elif not torch.version.hip:
@@ -1171,8 +1255,15 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
         plan["fused_merge_taken"] = bool(plan["gluon"] and plan["fused_merge"] and 1 < splits <= 64
                                          and splits == triton.next_power_of_2(splits)
                                          and batch * splits <= _compute_units(q.device) * plan["programs_per_cu"])
-        plan["direct_partials_taken"] = bool(plan["fused_merge_taken"] and plan["direct_partials"]
-                                             and plan["vt_rows"] == 0 and plan["gluon_block"] == 64)
+        # cluster merge: the splits of a sequence are one cluster (at most 16 programs), no cooperative launch
+        plan["cluster_merge_taken"] = bool(plan["gluon"] and plan["cluster_merge"] and 1 < splits <= 16
+                                           and splits == triton.next_power_of_2(splits)
+                                           and plan["vt_rows"] == 0 and plan["gluon_block"] == 64)
+        if plan["cluster_merge_taken"]:
+            plan["fused_merge_taken"] = False
+        plan["direct_partials_taken"] = bool((plan["fused_merge_taken"] and plan["direct_partials"]
+                                              and plan["vt_rows"] == 0 and plan["gluon_block"] == 64)
+                                             or plan["cluster_merge_taken"])
         rows = batch * splits * NUM_HEADS
         if splits > 1:
             if plan["part_bf16"] < 0:  # bf16 with direct partials only (the merge kernels measured slower on it)
@@ -1192,6 +1283,24 @@ def _kv_descriptors(kv: torch.Tensor, block: int) -> tuple:
     sw64 = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
     return (GluonTensorDescriptor(kv, list(kv.shape), list(kv.stride()), [block, 512], sw128),
             GluonTensorDescriptor(kv, list(kv.shape), list(kv.stride()), [block, 64], sw64))
+
+
+def _cluster_kernel(args: list, options: dict, splits: int, batch: int) -> int:
+    """Compile the cluster-merge kernel without launching it and make its launches clusters of `splits` programs
+    with an exchange area past Triton's shared memory (16 KB of bf16 words, the log-sum-exps); returns the area's
+    byte offset. Triton's launcher takes both from the compiled kernel's metadata (num_ctas, shared), read when
+    the kernel is first loaded: set here, before that."""
+    compiled = mla_fp8_gluon_kernel.warmup(*args, grid=(1, batch), **options)
+    compiled = compiled.result() if hasattr(compiled, "result") else compiled
+    if getattr(compiled, "xchg_offset", None) is None:
+        if compiled.module is not None:
+            raise RuntimeError("the cluster-merge kernel was loaded before its cluster launch was set")
+        offset = -(-compiled.metadata.shared // 128) * 128
+        shared = offset + V_DIM * NUM_HEADS * 2 + splits * NUM_HEADS * 4
+        compiled.metadata = compiled.metadata._replace(shared=shared)
+        compiled.packed_metadata = (compiled.metadata.num_warps, splits, shared)
+        compiled.xchg_offset = offset
+    return compiled.xchg_offset
 
 
 def mla_decode(data: input_t, **tuning) -> output_t:
@@ -1226,23 +1335,29 @@ def mla_decode(data: input_t, **tuning) -> output_t:
     kv8, kv_scale = kv_data["fp8"]
     kv = kv8.reshape(kv8.shape[0], QK_DIM)
     if plan["gluon"]:
-        fused_merge = plan["fused_merge_taken"]
+        fused_merge, cluster = plan["fused_merge_taken"], plan["cluster_merge_taken"]
         warps = plan["gluon_block"] // 16
         descs = _kv_descriptors(kv, plan["gluon_block"]) if plan["tma"] else (None, None)
-        mla_fp8_gluon_kernel[(splits, batch)](
-            q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse, counter,
-            float(config["sm_scale"]), splits, plan.get("trace", kv_indptr), *descs,
+        args = [q, q.stride(0), q.stride(1), kv, kv_scale, kv_indptr, out, part_o, part_lse, counter,
+                float(config["sm_scale"]), splits, plan.get("trace", kv_indptr), *descs, plan.get("xchg_offset", 128)]
+        options = dict(
             WRITE_FINAL=splits == 1, BLOCK_N=plan["gluon_block"], STAGES=plan["stages"], VT_ROWS=plan["vt_rows"],
             ASYNC=bool(plan["async_mma"]) and plan["vt_rows"] in (0, 256),
-            PDL_TRIGGER=bool(plan["pdl"]) and splits > 1 and not fused_merge,
+            PDL_TRIGGER=bool(plan["pdl"]) and splits > 1 and not (fused_merge or cluster),
             LATE_REFILL=bool(plan["late_refill"]), VEC_EPILOGUE=bool(plan["vec_epilogue"]),
             LAZY_SUM=bool(plan["lazy_sum"]), NW=warps, TRACE="trace" in plan,
             TMA=bool(plan["tma"]), FUSED_MERGE=fused_merge,
             L2_EVICT_FIRST=bool(plan["tma"] and plan["l2_evict_first"]),
-            DIRECT_PARTIALS=plan["direct_partials_taken"],
-            MERGE_ELEMS=V_DIM * NUM_HEADS // splits if fused_merge else 512,
-            num_warps=warps, **({"launch_cooperative_grid": True} if fused_merge else {}),
-        )
+            DIRECT_PARTIALS=plan["direct_partials_taken"], CLUSTER_MERGE=cluster,
+            MERGE_ELEMS=V_DIM * NUM_HEADS // splits if fused_merge or cluster else 512,
+            num_warps=warps, **({"launch_cooperative_grid": True} if fused_merge else {}))
+        if cluster:
+            if "xchg_offset" not in plan:
+                plan["xchg_offset"] = _cluster_kernel(args, options, splits, batch)
+                args[-1] = plan["xchg_offset"]
+            mla_fp8_gluon_kernel[(1, batch)](*args, **options)  # (1, batch) clusters of `splits` programs
+            return out
+        mla_fp8_gluon_kernel[(splits, batch)](*args, **options)
         if fused_merge:
             return out
         pdl = {"PDL": True, "launch_pdl": True} if plan["pdl"] else {}

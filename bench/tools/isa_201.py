@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 SIGNATURE = {
     "q_ptr": "*bf16", "q_stride_t": "i32", "q_stride_h": "i32", "kv_ptr": "*fp8e4nv", "kv_scale_ptr": "*fp32",
     "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32",
-    "counter_ptr": "*i32", "sm_scale": "fp32", "num_splits": "i32", "trace_ptr": "*i64",
+    "counter_ptr": "*i32", "sm_scale": "fp32", "num_splits": "i32", "trace_ptr": "*i64", "xchg_offset": "i32",
     "kv_desc_n": "set in compile_variant", "kv_desc_r": "set in compile_variant",
 }
 ALIGNED = {"q_ptr", "q_stride_t", "q_stride_h", "kv_ptr", "kv_scale_ptr", "kv_indptr_ptr", "out_ptr",
@@ -182,7 +182,7 @@ def parse(text: str):
         key, _, value = pair.partition(":")
         value = {"true": True, "false": False}.get(value.lower(), value)
         value = int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else value
-        if key in ("num_warps", "num_stages", "maxnreg"):
+        if key in ("num_warps", "num_stages", "maxnreg", "num_ctas"):
             options[key] = value
         else:
             constexprs[key] = value
