@@ -1297,7 +1297,7 @@ def _cluster_kernel(args: list, options: dict, splits: int, batch: int) -> int:
             raise RuntimeError("the cluster-merge kernel was loaded before its cluster launch was set")
         offset = -(-compiled.metadata.shared // 128) * 128
         shared = offset + V_DIM * NUM_HEADS * 2 + splits * NUM_HEADS * 4
-        compiled.metadata = compiled.metadata._replace(shared=shared)
+        compiled.metadata = compiled.metadata._replace(shared=shared, num_ctas=splits)
         compiled.packed_metadata = (compiled.metadata.num_warps, splits, shared)
         compiled.xchg_offset = offset
     return compiled.xchg_offset
