@@ -98,12 +98,9 @@ def test_choose_splits_gluon(sub):
         assert (233472 - 1024) // (sub.gluon_shared_bytes(plan) + 1024) == 2
 
 
-@pytest.mark.slow
-def test_gluon_kernel_compiles_for_sm90():
-    """The sm90 Gluon kernel compiles on a CPU: fp8 wgmma for both dots, V^T from 8-byte shared loads into the P.V
-    wgmma's registers, tiles by TMA, the fused merge's atomic ticket and direct bf16 partials, no spills, and shared
-    memory for two programs per SM."""
-    import re
+def _gluon_sass(**overrides) -> tuple:
+    """(compiled, SASS) of the sm90 Gluon kernel compiled on this CPU: the default's constexprs (4 splits), with
+    `overrides`."""
     import tempfile
 
     import triton
@@ -125,7 +122,8 @@ def test_gluon_kernel_compiles_for_sm90():
     constexprs = {"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 0, "ASYNC": True,
                   "PDL_TRIGGER": False, "LATE_REFILL": False, "VEC_EPILOGUE": False, "LAZY_SUM": True, "NW": 4,
                   "TRACE": False, "FUSED_MERGE": True, "MERGE_ELEMS": 2048, "TMA": True,
-                  "L2_EVICT_FIRST": True, "DIRECT_PARTIALS": True, "CLUSTER_MERGE": False}  # the default, 4 splits
+                  "L2_EVICT_FIRST": True, "DIRECT_PARTIALS": True, "CLUSTER_MERGE": False}
+    constexprs.update(overrides)
     sub._install_l2_hint_stage()  # as the default plan does: the marked kernel's TMA copies get the L2 hint
     signature = {name: ("constexpr" if name in constexprs else types[name]) for name in kernel.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
@@ -134,12 +132,23 @@ def test_gluon_kernel_compiles_for_sm90():
     backend = triton.compiler.make_backend(target)
     compiled = triton.compile(GluonASTSource(kernel, signature, constexprs, attrs), target=target,
                               options=backend.parse_options({"num_warps": 4}).__dict__)
-    assert compiled.metadata.shared <= 113 * 1024, compiled.metadata.shared
     tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
         handle.write(compiled.asm["cubin"])
         handle.flush()
         sass = subprocess.run([str(tool), "--dump-sass", handle.name], capture_output=True, text=True).stdout
+    return compiled, sass
+
+
+@pytest.mark.slow
+def test_gluon_kernel_compiles_for_sm90():
+    """The sm90 Gluon kernel compiles on a CPU: fp8 wgmma for both dots, V^T from 8-byte shared loads into the P.V
+    wgmma's registers, tiles by TMA, the fused merge's atomic ticket and direct bf16 partials, no spills, and shared
+    memory for two programs per SM."""
+    import re
+
+    compiled, sass = _gluon_sass()
+    assert compiled.metadata.shared <= 113 * 1024, compiled.metadata.shared
     assert "QGMMA.64x16x32.F32.E4M3.E4M3" in sass
     assert "UTMALDG.2D" in sass and "LDGSTS" not in sass  # the tiles come by TMA, not by cp.async
     # every tile copy carries the evict-first policy (issue 31): a cache-policy operand on each UTMALDG
@@ -158,6 +167,20 @@ def test_gluon_kernel_compiles_for_sm90():
     # direct partials (issue 31): the bf16 partial leaves the accumulator as it lies, a bf16 pair (4 bytes) per
     # store, 32 per thread; the merged output leaves as 8 consecutive dims (16 bytes) per store
     assert len(re.findall(r"\bSTG\.E ", sass)) == 32 and "STG.E.128" in sass
+
+
+@pytest.mark.slow
+def test_gluon_cluster_merge_compiles_for_sm90():
+    """Option cluster_merge (issue 31): the partial goes to the merging splits by stores to distributed shared
+    memory, 64 bf16 words per thread, between cluster barriers (an arrive at the start, its wait before the stores,
+    then arrive and wait again); no ticket, no global partials, no spills."""
+    import re
+
+    _, sass = _gluon_sass(FUSED_MERGE=False, CLUSTER_MERGE=True, MERGE_ELEMS=512)  # 16 splits
+    assert len(re.findall(r"\bUCGABAR_ARV\b", sass)) == 2 and len(re.findall(r"\bUCGABAR_WAIT\b", sass)) == 2
+    assert len(re.findall(r"\bST\.E\.U16\b", sass)) == 64 and len(re.findall(r"\bLDS\.U16\b", sass)) == 64
+    assert not re.search(r"ATOMG|\bSTG\.E \b", sass)
+    assert not re.search(r"\b(STL|LDL)\b", sass)
 
 
 def test_l2_evict_first_ptx_rewrites_only_marked_tensor_copies():
