@@ -37,7 +37,9 @@ each program's start, first tile and end (%globaltimer) and SM for bench/tools/t
 Issue 31: with a KV of at most 4x the L2, the TMA tile copies carry an L2 evict-first policy (a PTX stage added to
 Triton's pipeline rewrites the marked kernel's copies, see l2_evict_first_ptx), so that the dirty lines a cache flush
 leaves behind are not what the KV's lines evict. With the fused merge, each split stores its partial in bf16 straight
-from the P.V accumulator (direct_partials), in a word order of its own that the merging splits read back.
+from the P.V accumulator (direct_partials), in a word order of its own that the merging splits read back. Option
+cluster_merge=1 (not the default: measured slower, bench/notes/2026-12-02-issue31-round3.md): the splits of a
+sequence form one thread-block cluster and exchange those words through distributed shared memory instead.
 
 Issue 20: on sm90 the splits of a sequence merge it themselves (fused_merge): the launch is cooperative (every program
 resident), each split stores its partial, takes a ticket from a per-sequence counter that only grows, waits until
