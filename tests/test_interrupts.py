@@ -14,14 +14,6 @@ SAMPLES = Path(__file__).parent / "samples"
 HANGS = {"batchsize": 3, "qseqlen": 1, "kvseqlen": 16, "seed": 1}  # crash_and_hang.py sleeps an hour on batch 3
 
 
-@pytest.fixture(autouse=True)
-def pythons_own_sigint_handler():
-    """As in a fresh `harness` process: an earlier test in this worker (Ray's, say) may have set its own handler."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
 class SlowFinalizer:
     """A finalizer that is running when the SIGINT comes: Python drops the KeyboardInterrupt raised in it."""
 
