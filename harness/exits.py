@@ -9,8 +9,6 @@ import sys
 
 import click
 
-from harness import interrupts
-
 # Exit codes, the same for every command (pytest's habit: 3 is the tool's own fault).
 EXIT_PASSED = 0       # everything that ran passed
 EXIT_FAILED = 1       # a submission failed (or a send/gate refused)
@@ -35,8 +33,7 @@ def reports_errors(command):
         from harness.submission import SubmissionError
 
         try:
-            with interrupts.remembered():
-                return command(*args, **kwargs)
+            return command(*args, **kwargs)
         except (SubmissionError, PlatformError, CaseError, NothingComparable, ResultsError, CompileError) as error:
             click.echo(f"error: {error}", err=True)
             raise SystemExit(EXIT_USAGE)

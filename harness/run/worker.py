@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-from harness import interrupts
 from harness.emulator.counts import add_launches
 from harness.paths import REPO_ROOT
 
@@ -25,7 +24,6 @@ MAX_MESSAGE_CHARS = 4000  # a reply's message is capped so a giant mismatch repo
 LOG_TAIL_LINES = 20
 LOG_TAIL_CHARS = 2000
 LOG_LINE_CHARS = 240  # one flooded line must not fill the tail
-INTERRUPT_CHECK_S = 0.25  # how soon a waiting call notices a Ctrl-C that Python dropped (harness/interrupts.py)
 EXIT_GRACE_S = 10.0  # how long a child may take to exit after its requests pipe closes
 # Starting a child (interpreter, torch, reference) is not charged to the first case; it gets its own limit.
 STARTUP_LIMIT_S = 300.0
@@ -211,8 +209,7 @@ class Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([self._replies], [], [], min(remaining, INTERRUPT_CHECK_S))
-            interrupts.raise_if_pressed()
+            ready, _, _ = select.select([self._replies], [], [], remaining)
             if not ready:
                 continue
             chunk = os.read(self._replies, 1 << 16)
