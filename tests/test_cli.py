@@ -354,8 +354,7 @@ def test_ctrl_c_says_the_running_submissions_finished_cases_are_not_recorded(tmp
     cases = tmp_path / "two.txt"
     cases.write_text("batchsize: 1; qseqlen: 1; kvseqlen: 64; seed: 11\nbatchsize: 3; qseqlen: 1; kvseqlen: 16; seed: 1\n")
     # Ctrl-C as at a terminal: SIGINT not ignored. A process started while SIGINT is ignored keeps ignoring it (a
-    # background job), and this test's own process may be ignoring it for a moment (seen in CI: while a C
-    # system() call of another test's thread waits, SIGINT is ignored process-wide).
+    # background job), and in CI this test's xdist worker was seen ignoring it after other tests (cause not found).
     child = subprocess.Popen(HARNESS + ["run", str(SAMPLES / "crash_and_hang.py"), "--device", "cpu", "--cases",
                                         str(cases)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
