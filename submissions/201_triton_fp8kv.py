@@ -451,6 +451,15 @@ if HAVE_GLUON:
         gl.store(out_ptr + seq * 8192 + elems, o.to(gl.bfloat16))
         return t_ticket, t_polled
 
+    @gluon.jit
+    def _gl_normalizer(m_i, l_i, kv_scale, layout: gl.constexpr):
+        """Per head, in SliceLayout(0, layout): the factor that normalizes O^T (P was scaled by 256, the KV by
+        kv_scale) and the log2-sum-exp (-inf for a split with no tokens)."""
+        l_h = gl.convert_layout(l_i, gl.SliceLayout(0, layout))
+        m_h = gl.convert_layout(m_i, gl.SliceLayout(0, layout))
+        safe_l = gl.where(l_h > 0, l_h, 1.0)
+        return kv_scale / safe_l * (1.0 / 256.0), gl.where(l_h > 0, m_h + gl.log2(safe_l), float("-inf"))
+
     # DIRECT_PARTIALS (issue 31): a split stores its partial straight from the P.V wgmma's accumulator, with no
     # layout conversion through shared memory, in an order of its own that _gl_merge_direct_slice reads back.
     @gluon.jit
@@ -468,15 +477,12 @@ if HAVE_GLUON:
         """A split's normalized partial (in _gl_partial_word_index's order) and its log2-sum-exp per head."""
         rows = gl.arange(0, 256, layout=gl.SliceLayout(1, o_layout))
         heads = gl.arange(0, 16, layout=gl.SliceLayout(0, o_layout))
-        l_h = gl.convert_layout(l_i, gl.SliceLayout(0, o_layout))
-        m_h = gl.convert_layout(m_i, gl.SliceLayout(0, o_layout))
-        safe_l = gl.where(l_h > 0, l_h, 1.0)
-        norm = (kv_scale / safe_l * (1.0 / 256.0))[None, :]
+        norm, lse = _gl_normalizer(m_i, l_i, kv_scale, o_layout)
         words = part_o_ptr + row0 * 512
         for hi in gl.static_range(2):
-            o = (acc_hi if hi else acc_lo) * norm
+            o = (acc_hi if hi else acc_lo) * norm[None, :]
             gl.store(words + _gl_partial_word_index(rows, heads[None, :], hi), o.to(part_o_ptr.dtype.element_ty))
-        gl.store(part_lse_ptr + row0 + heads, gl.where(l_h > 0, m_h + gl.log2(safe_l), float("-inf")))
+        gl.store(part_lse_ptr + row0 + heads, lse)
 
     # CLUSTER_MERGE (issue 31): the splits of a sequence form one thread-block cluster. The host launches the kernel
     # with cluster dims = splits and an exchange area of shared memory past Triton's own, at xchg_offset bytes from
@@ -523,15 +529,11 @@ if HAVE_GLUON:
         SP: gl.constexpr = 8192 // ELEMS
         rows = gl.arange(0, 256, layout=gl.SliceLayout(1, o_layout))
         heads = gl.arange(0, 16, layout=gl.SliceLayout(0, o_layout))
-        l_h = gl.convert_layout(l_i, gl.SliceLayout(0, o_layout))
-        m_h = gl.convert_layout(m_i, gl.SliceLayout(0, o_layout))
-        safe_l = gl.where(l_h > 0, l_h, 1.0)
-        norm = (kv_scale / safe_l * (1.0 / 256.0))[None, :]
+        norm, lse = _gl_normalizer(m_i, l_i, kv_scale, o_layout)
         for hi in gl.static_range(2):
-            o = ((acc_hi if hi else acc_lo) * norm).to(gl.bfloat16).to(gl.int16, bitcast=True)
+            o = ((acc_hi if hi else acc_lo) * norm[None, :]).to(gl.bfloat16).to(gl.int16, bitcast=True)
             word = _gl_partial_word_index(rows, heads[None, :], hi)
             _gl_push_b16(xchg_offset + (split * ELEMS + word % ELEMS) * 2, word // ELEMS, o)
-        lse = gl.where(l_h > 0, m_h + gl.log2(safe_l), float("-inf"))
         ll: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [NW, 1], [1, 0])  # (receiving split, head)
         lse = gl.convert_layout(lse, gl.SliceLayout(0, ll))
         ranks = gl.arange(0, SP, layout=gl.SliceLayout(1, ll))
@@ -554,7 +556,6 @@ if HAVE_GLUON:
         s3 = gl.arange(0, SP, layout=gl.SliceLayout(1, gl.SliceLayout(2, l3)))
         r3 = gl.arange(0, ELEMS // 8, layout=gl.SliceLayout(0, gl.SliceLayout(2, l3)))
         c3 = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, l3)))
-        at = ((seq * num_splits + s3)[:, None] * 8192 + split * ELEMS + r3[None, :] * 8)[:, :, None] + c3[None, None, :]
         s2 = gl.arange(0, SP, layout=gl.SliceLayout(1, lc))
         c2 = gl.arange(0, 8, layout=gl.SliceLayout(0, lc))
         j = (split * ELEMS) // 4096  # the slice's head octet
@@ -567,6 +568,8 @@ if HAVE_GLUON:
         else:
             lse = gl.load(part_lse_ptr + (seq * num_splits + s2)[:, None] * 16 + j * 8 + c2[None, :],
                           cache_modifier=".cg")
+            at = (((seq * num_splits + s3)[:, None] * 8192 + split * ELEMS + r3[None, :] * 8)[:, :, None]
+                  + c3[None, None, :])
             words = gl.load(part_o_ptr + at, cache_modifier=".cg").to(gl.float32)
         w = gl.exp2(lse - gl.max(lse, 0)[None, :])
         total = gl.convert_layout(gl.sum(w, 0), gl.SliceLayout(0, gl.SliceLayout(0, l3)))
@@ -896,10 +899,7 @@ if HAVE_GLUON:
                     warp_bases=[[0, 2], [0, 4], [0, 8]], block_bases=[], shape=[256, H])
             else:
                 ol: gl.constexpr = gl.BlockedLayout([4, 1], [32, 1], [1, NW], [0, 1])
-            l_o = gl.convert_layout(l_i, gl.SliceLayout(0, ol))
-            m_o = gl.convert_layout(m_i, gl.SliceLayout(0, ol))
-            safe_l = gl.where(l_o > 0, l_o, 1.0)
-            norm = kv_scale / safe_l * (1.0 / 256.0)
+            norm, lse = _gl_normalizer(m_i, l_i, kv_scale, ol)
             oh = gl.arange(0, H, layout=gl.SliceLayout(0, ol))
             oj = gl.arange(0, 256, layout=gl.SliceLayout(1, ol))  # row of O^T (V^T row order) -> value dim
             if VT_ROWS == 0:  # the row order of _gl_v_operand
@@ -926,7 +926,6 @@ if HAVE_GLUON:
                 dst = part_o_ptr + (part + oh[None, :]) * 512 + od[:, None]
                 gl.store(dst, o_lo.to(part_o_ptr.dtype.element_ty))  # fp32 or bf16 partials (option part_bf16)
                 gl.store(dst + 256, o_hi.to(part_o_ptr.dtype.element_ty))
-                lse = gl.where(l_o > 0, m_o + gl.log2(safe_l), float("-inf"))
                 gl.store(part_lse_ptr + part + oh, lse)
                 if FUSED_MERGE:
                     t_ticket, t_polled = _gl_merge_own_slice(part_o_ptr, part_lse_ptr, out_ptr, counter_ptr, seq, split,
@@ -1257,15 +1256,15 @@ def _plan(q: torch.Tensor, total_kv: int, batch: int, tuning: dict) -> dict:
         plan["fused_merge_taken"] = bool(plan["gluon"] and plan["fused_merge"] and 1 < splits <= 64
                                          and splits == triton.next_power_of_2(splits)
                                          and batch * splits <= _compute_units(q.device) * plan["programs_per_cu"])
+        # the direct partials' word order is the accumulator's of one warpgroup with V^T in registers
+        accumulator_order = plan["vt_rows"] == 0 and plan["gluon_block"] == 64
         # cluster merge: the splits of a sequence are one cluster (at most 16 programs), no cooperative launch
         plan["cluster_merge_taken"] = bool(plan["gluon"] and plan["cluster_merge"] and 1 < splits <= 16
-                                           and splits == triton.next_power_of_2(splits)
-                                           and plan["vt_rows"] == 0 and plan["gluon_block"] == 64)
+                                           and splits == triton.next_power_of_2(splits) and accumulator_order)
         if plan["cluster_merge_taken"]:
             plan["fused_merge_taken"] = False
         plan["direct_partials_taken"] = bool((plan["fused_merge_taken"] and plan["direct_partials"]
-                                              and plan["vt_rows"] == 0 and plan["gluon_block"] == 64)
-                                             or plan["cluster_merge_taken"])
+                                              and accumulator_order) or plan["cluster_merge_taken"])
         rows = batch * splits * NUM_HEADS
         if splits > 1:
             if plan["part_bf16"] < 0:  # bf16 with direct partials only (the merge kernels measured slower on it)
