@@ -68,6 +68,18 @@ def flush(kind: str, buffer: torch.Tensor, sleep_cycles: int) -> None:
     torch.cuda._sleep(sleep_cycles)
 
 
+def flush_state(device: int) -> tuple[torch.Tensor, int]:
+    """The harness's fast-flush buffer and its sleep, in GPU cycles, for this device."""
+    return timing._fast_flush_buffer(device), timing._sleep_cycles(device, timing.FAST_FLUSH_SLEEP_MS)
+
+
+def official_inputs():
+    """(batch, kv length, seed, input) of every official benchmark case, made on the GPU as the harness does."""
+    for spec in cases.load("official", "benchmark"):
+        batch, kv_len, seed = spec["batchsize"], spec["kvseqlen"], spec["seed"]
+        yield batch, kv_len, seed, reference.generate_input(batch, 1, kv_len, seed, device="cuda")
+
+
 def timed(fn, kind: str, buffer: torch.Tensor, sleep_cycles: int, warm=None) -> float:
     torch.cuda.synchronize()
     flush("dirty" if kind == "codewarm" else kind, buffer, sleep_cycles)
@@ -94,13 +106,9 @@ def main() -> int:
     FLUSHES = tuple(args.flushes.split(","))
     module = load_submission(201)
     variants = dict(parse_variant(v) for v in args.variants)
-    device = torch.cuda.current_device()
-    buffer = timing._fast_flush_buffer(device)
-    sleep_cycles = timing._sleep_cycles(device, timing.FAST_FLUSH_SLEEP_MS)
+    buffer, sleep_cycles = flush_state(torch.cuda.current_device())
     rows = []
-    for spec in cases.load("official", "benchmark"):
-        batch, kv_len = spec["batchsize"], spec["kvseqlen"]
-        data = reference.generate_input(batch, 1, kv_len, spec["seed"], device="cuda")
+    for batch, kv_len, seed, data in official_inputs():
         row = {"shape": f"{batch}x{kv_len}", "results": {}}
         calls, warms = {}, {}
         for name, tuning in variants.items():
@@ -114,7 +122,7 @@ def main() -> int:
                 plan = next(p for k, p in module._PLAN_CACHE.items()
                             if k[3] == batch and k[2] == total_kv and dict(k[4]) == options)
                 splits = plan["splits"]
-                small = reference.generate_input(min(batch, 4), 1, splits * 64, spec["seed"] + 1, device="cuda")
+                small = reference.generate_input(min(batch, 4), 1, splits * 64, seed + 1, device="cuda")
                 small_options = dict(options, splits=splits)
                 warms[name] = lambda o=small_options, d=small: module.mla_decode(d, **o)
                 warms[name]()

@@ -173,6 +173,9 @@ def report(name: str, constexprs: dict, options: dict, target: str, kernel, dump
     if dump:
         dump.mkdir(parents=True, exist_ok=True)
         (dump / f"{name}.{target}.s").write_text(text)
+        for stage in ("ttgir", "ptx"):  # the stages above the ISA, to find which source op an instruction came from
+            if stage in compiled.asm:
+                (dump / f"{name}.{target}.{stage}").write_text(compiled.asm[stage])
 
 
 def parse(text: str):

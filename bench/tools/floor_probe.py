@@ -1,0 +1,193 @@
+"""What any fp8-KV decode must spend under the harness's timer: launch, KV read and a cross-SM merge (issue 31).
+
+    python bench/tools/floor_probe.py --out $OUT [--reps 20] [--no-201]     # needs a GPU
+
+Per official benchmark shape, each probe is timed like the harness times a submission: the fast flush (a
+dirty L2, then the 3 ms GPU sleep), CUDA events around one call, the median of --reps calls. The probes do
+no attention at all, so each time is a floor for 201, not an estimate of it:
+
+- launch: one empty program.
+- read: the fp8 KV's bytes read once with 16-byte loads and folded into one word per program; the fastest of
+  a few grid sizes (`read_grids`). read_ef: the same with an L2 evict-first policy on the loads. read_clean: the
+  faster of the two after a clean flush (the same buffer read, not written): not the protocol, it says what the
+  dirty lines' write-back costs a read.
+- read_seq: one program per sequence (no split, so no merge): what one SM per sequence can read.
+- read_split: 201's grid (its split count per shape), each program reading its split's tokens.
+- split_merge: read_split, then 201's handoff: a 16 KB partial stored per program, a release ticket on a
+  per-sequence counter that only grows, acquire polls until every split is in, and each split reading its
+  slice of all the partials and storing its slice of the output.
+- merge_only: split_merge without the KV read.
+- 201: the submission's default, in the same process.
+
+Writes OUT/floor_probe.json and prints the table last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench" / "tools"))
+
+from bench_decode import load_submission  # noqa: E402
+from flush_probe_201 import flush_state, official_inputs, timed  # noqa: E402
+
+WORDS_PER_TOKEN = 576 // 8  # the fp8 KV row, as int64 words
+PARTIAL_WORDS = 16 * 512 * 2 // 8  # one split's bf16 partial (16 heads x 512 dims), as int64 words
+
+
+@triton.jit
+def empty_kernel(out_ptr):
+    pass
+
+
+@triton.jit
+def read_kernel(src_ptr, out_ptr, n_words, words_per_program, BLOCK: tl.constexpr, EVICT: tl.constexpr = ""):
+    """Program p folds words [p * words_per_program, ...) of src into one word (so no load is dead). EVICT
+    "evict_first": loads with an L2 evict-first policy, so the KV's lines are the victims, not the dirty ones."""
+    start = tl.program_id(0) * words_per_program
+    end = tl.minimum(start + words_per_program, n_words)
+    acc = tl.zeros([BLOCK], tl.int64)
+    for offset in range(start, end, BLOCK):
+        index = offset + tl.arange(0, BLOCK)
+        acc ^= tl.load(src_ptr + index, mask=index < end, other=0, eviction_policy=EVICT)
+    tl.store(out_ptr + tl.program_id(0), tl.xor_sum(acc, 0))
+
+
+@triton.jit
+def split_kernel(src_ptr, kv_indptr_ptr, part_ptr, counter_ptr, out_ptr, num_splits,
+                 READ: tl.constexpr, MERGE: tl.constexpr, BLOCK: tl.constexpr, PARTIAL: tl.constexpr,
+                 SLICE: tl.constexpr):
+    """201's grid (split, sequence): read the split's tokens; with MERGE, 201's handoff and slice merge."""
+    split = tl.program_id(0)
+    seq = tl.program_id(1)
+    kv_start = tl.load(kv_indptr_ptr + seq)
+    kv_end = tl.load(kv_indptr_ptr + seq + 1)
+    per_split = tl.cdiv(tl.cdiv(kv_end - kv_start, num_splits), 64) * 64  # 201's 64-token tiles
+    lo = (kv_start + split * per_split) * 72
+    hi = tl.minimum(kv_start + (split + 1) * per_split, kv_end) * 72
+    acc = tl.zeros([BLOCK], tl.int64)
+    if READ:
+        for offset in range(lo, hi, BLOCK):
+            index = offset + tl.arange(0, BLOCK)
+            acc ^= tl.load(src_ptr + index, mask=index < hi, other=0)
+    folded = tl.xor_sum(acc, 0)
+    if MERGE:
+        words = tl.arange(0, PARTIAL)
+        tl.store(part_ptr + (seq * num_splits + split) * PARTIAL + words, words ^ folded)
+        ticket = tl.atomic_add(counter_ptr + seq, 1, sem="acq_rel", scope="gpu")  # releases the partial
+        target = (ticket // num_splits + 1) * num_splits  # the counter only grows: this call's last ticket
+        seen = tl.atomic_add(counter_ptr + seq, 0, sem="acquire", scope="gpu")
+        while seen < target:
+            seen = tl.atomic_add(counter_ptr + seq, 0, sem="acquire", scope="gpu")
+        mine = split * SLICE + tl.arange(0, SLICE)
+        merged = tl.zeros([SLICE], tl.int64)
+        for other in range(0, num_splits):
+            merged ^= tl.load(part_ptr + (seq * num_splits + other) * PARTIAL + mine)
+        tl.store(out_ptr + seq * PARTIAL + mine, merged)
+    else:
+        tl.store(out_ptr + seq * num_splits + split, folded)
+
+
+def read_grids(n_sms: int) -> list[int]:
+    """Program counts tried for the plain read (8 KB per step each); the fastest per shape is the floor."""
+    return [n_sms * k for k in (1, 2, 4, 8, 16)]
+
+
+def split_count(module, data) -> int:
+    """201's split count for this input (its plan, after one call)."""
+    module.mla_decode(data)
+    batch, total_kv = data[4]["batch_size"], data[1]["fp8"][0].shape[0]
+    plan = next(p for k, p in module._PLAN_CACHE.items() if k[3] == batch and k[2] == total_kv and not k[4])
+    return plan["splits"]
+
+
+def probes(data, splits: int, n_sms: int, module) -> dict:
+    """name -> a callable timed as one call; each runs once here (compiles, and checks it launches)."""
+    kv8 = data[1]["fp8"][0]
+    words = kv8.view(torch.uint8).reshape(-1).view(torch.int64)
+    kv_indptr, batch = data[3], data[4]["batch_size"]
+    device = words.device
+    scratch = torch.zeros(8192, dtype=torch.int64, device=device)
+    part = torch.empty(batch * splits * PARTIAL_WORDS, dtype=torch.int64, device=device)
+    out = torch.empty(max(batch * PARTIAL_WORDS, batch * splits), dtype=torch.int64, device=device)
+    counter = torch.zeros(batch, dtype=torch.int32, device=device)
+    block = 1024
+    found = {"launch": lambda: empty_kernel[(1,)](scratch)}
+    for programs in read_grids(n_sms):
+        per_program = triton.cdiv(triton.cdiv(words.numel(), programs), block) * block
+        for prefix, evict in (("read", ""), ("read_ef", "evict_first")):
+            found[f"{prefix}/{programs}"] = (
+                lambda p=programs, w=per_program, e=evict:
+                read_kernel[(p,)](words, scratch, words.numel(), w, BLOCK=block, EVICT=e))
+    seq_words = triton.cdiv(triton.cdiv(words.numel(), batch), block) * block
+    found["read_seq"] = lambda: read_kernel[(batch,)](words, scratch, words.numel(), seq_words, BLOCK=block)
+    slice_words = PARTIAL_WORDS // splits if splits > 1 else PARTIAL_WORDS
+    for name, read, merge in (("read_split", True, False), ("split_merge", True, splits > 1),
+                              ("merge_only", False, splits > 1)):
+        found[name] = (lambda r=read, m=merge: split_kernel[(splits, batch)](
+            words, kv_indptr, part, counter, out, splits, READ=r, MERGE=m, BLOCK=block,
+            PARTIAL=PARTIAL_WORDS, SLICE=slice_words, launch_cooperative_grid=m))
+    if module is not None:
+        found["201"] = lambda: module.mla_decode(data)
+    for fn in found.values():
+        fn()
+    torch.cuda.synchronize()
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--no-201", dest="with_201", action="store_false")
+    args = parser.parse_args()
+    module = load_submission("201")
+    device = torch.cuda.current_device()
+    n_sms = torch.cuda.get_device_properties(device).multi_processor_count
+    buffer, sleep_cycles = flush_state(device)
+    rows = []
+    for batch, kv_len, _, data in official_inputs():
+        splits = split_count(module, data)
+        found = probes(data, splits, n_sms, module if args.with_201 else None)
+        # the reads also after a clean flush (L2 full of clean lines): what the dirty lines' write-back costs them
+        timings = [(name, "dirty") for name in found] + [(name, "clean") for name in found if "/" in name]
+        times = {key: [] for key in timings}
+        for _ in range(args.reps):
+            for name, kind in timings:
+                times[(name, kind)].append(timed(found[name], kind, buffer, sleep_cycles))
+        medians = {f"{name} {kind}": statistics.median(values) for (name, kind), values in times.items()}
+        best = {f"{prefix} {kind}": min(v for k, v in medians.items() if k.startswith(prefix + "/") and k.endswith(kind))
+                for prefix in ("read", "read_ef") for kind in ("dirty", "clean")}
+        row = {"shape": f"{batch}x{kv_len}", "splits": splits, "kv_mb": data[1]["fp8"][0].numel() / 1e6,
+               "medians_us": medians, "best_read_us": best}
+        rows.append(row)
+        print(f"{row['shape']:>9} splits {splits:2d} " + " ".join(f"{k} {v:.1f}" for k, v in best.items()) + " "
+              + " ".join(f"{k} {v:.1f}" for k, v in medians.items() if "/" not in k), flush=True)
+    Path(args.out, "floor_probe.json").write_text(json.dumps(rows, indent=1))
+    columns = (["launch", "read", "read_ef", "read_clean", "read_seq", "read_split", "split_merge", "merge_only"]
+               + (["201"] if args.with_201 else []))
+    print(f"\n{'us, dirty':>11} " + " ".join(f"{c:>11}" for c in columns))
+    table = {c: [] for c in columns}
+    for row in rows:
+        m, best = row["medians_us"], row["best_read_us"]
+        named = {"read": best["read dirty"], "read_ef": best["read_ef dirty"],
+                 "read_clean": min(best["read clean"], best["read_ef clean"])}
+        values = [named[c] if c in named else m[f"{c} dirty"] for c in columns]
+        for c, v in zip(columns, values):
+            table[c].append(v)
+        print(f"{row['shape']:>11} " + " ".join(f"{v:11.1f}" for v in values))
+    print(f"{'geomean':>11} " + " ".join(f"{statistics.geometric_mean(table[c]):11.1f}" for c in columns))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+"""bench/tools/floor_probe.py (issue 31's floors; the probe itself times on a GPU): its read kernels, run under the
+Triton interpreter, fold exactly the words a plain read and 201's (split, sequence) grid assign to each program."""
+from pathlib import Path
+
+from kernel_loading import run_interpreted
+
+CHECKS = Path(__file__).resolve().parent / "kernel_checks" / "interpret_floor_probe.py"
+
+
+def test_read_kernels_fold_the_words_each_program_owns():
+    result = run_interpreted(CHECKS, timeout=300)
+    assert result["read"] == result["read_expected"]
+    assert result["split"] == result["split_expected"]
+    assert result["split"][2] == 0 and result["split"][0] != 0  # the empty sequence reads nothing; the others do
