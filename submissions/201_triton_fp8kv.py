@@ -38,8 +38,8 @@ Issue 31: with a KV of at most 4x the L2, the TMA tile copies carry an L2 evict-
 Triton's pipeline rewrites the marked kernel's copies, see l2_evict_first_ptx), so that the dirty lines a cache flush
 leaves behind are not what the KV's lines evict. With the fused merge, each split stores its partial in bf16 straight
 from the P.V accumulator (direct_partials), in a word order of its own that the merging splits read back. Option
-cluster_merge=1 (not the default: measured slower, bench/notes/2026-12-02-issue31-round3.md): the splits of a
-sequence form one thread-block cluster and exchange those words through distributed shared memory instead.
+cluster_merge=1 (not the default: measured slower, bench/notes/2026-12-04-issue31-floors.md): the splits of a
+sequence form one thread-block cluster and exchange those words by bulk copies into distributed shared memory instead.
 
 Issue 20: on sm90 the splits of a sequence merge it themselves (fused_merge): the launch is cooperative (every program
 resident), each split stores its partial, takes a ticket from a per-sequence counter that only grows, waits until
@@ -72,6 +72,14 @@ K_V_DIM = tl.constexpr(V_DIM)
 K_ROPE_DIM = tl.constexpr(ROPE_DIM)
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
+# CLUSTER_MERGE's area past Triton's shared memory (byte offsets from xchg_offset): the words received from every
+# split (16 KB of bf16), their log2-sum-exps (at most 16 splits x 64 B), the exchange mbarrier, then this split's own
+# words and log2-sum-exps staged for the bulk copies (16-byte aligned, as cp.async.bulk wants).
+X_BYTES = 2 * V_DIM * NUM_HEADS * 2 + 16 * 64 + 128 + NUM_HEADS * 4
+X_RECV_LSE = tl.constexpr(V_DIM * NUM_HEADS * 2)
+X_MBAR = tl.constexpr(V_DIM * NUM_HEADS * 2 + 16 * 64)
+X_STAGE = tl.constexpr(V_DIM * NUM_HEADS * 2 + 16 * 64 + 128)
+X_STAGE_LSE = tl.constexpr(2 * V_DIM * NUM_HEADS * 2 + 16 * 64 + 128)
 
 _PLAN_CACHE: dict = {}  # per-shape launch plans and scratch buffers (never outputs)
 
@@ -485,27 +493,29 @@ if HAVE_GLUON:
         gl.store(part_lse_ptr + row0 + heads, lse)
 
     # CLUSTER_MERGE (issue 31): the splits of a sequence form one thread-block cluster. The host launches the kernel
-    # with cluster dims = splits and an exchange area of shared memory past Triton's own, at xchg_offset bytes from
-    # global_smem. Each split pushes its bf16 partial words to the splits that merge them, and its 16 log2-sum-exps to
-    # every split, through distributed shared memory; one cluster barrier; each split merges from its own area.
+    # with cluster dims = splits and an area of shared memory past Triton's own, at xchg_offset bytes from global_smem
+    # (offsets below). Each split stages its bf16 partial words (in _gl_partial_word_index's order) and its 16
+    # log2-sum-exps in its own area, then bulk-copies (cp.async.bulk, shared::cta -> shared::cluster) words [t x ELEMS,
+    # + ELEMS) and the log2-sum-exps to split t, completing on split t's mbarrier; each split waits on its own mbarrier
+    # and merges from what it received; a last cluster barrier keeps every area alive until all copies have landed.
     @gluon.jit
     def _gl_cluster_barrier(ASM: gl.constexpr):
         """barrier.cluster.arrive / wait (every thread of the program)."""
         gl.inline_asm_elementwise(ASM + " // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
 
     @gluon.jit
-    def _gl_push_b32(offset, rank, bits):
-        """Store the int32 bits at byte `offset` of the exchange area of the cluster's program `rank`."""
-        gl.inline_asm_elementwise("{ .reg .u32 la, ra; mov.u32 la, global_smem; add.u32 la, la, $1; "
-                                  "mapa.shared::cluster.u32 ra, la, $2; st.shared::cluster.b32 [ra], $3; } // $0",
-                                  "=r,r,r,r", [offset, rank, bits], dtype=gl.int32, is_pure=False, pack=1)
+    def _gl_shared_store_b16(offset, bits):
+        """Store the int16 bits at byte `offset` of this program's shared memory (past Triton's own)."""
+        gl.inline_asm_elementwise("{ .reg .u32 la; mov.u32 la, global_smem; add.u32 la, la, $1; "
+                                  "st.shared.b16 [la], $2; } // $0", "=r,r,h", [offset, bits], dtype=gl.int32,
+                                  is_pure=False, pack=1)
 
     @gluon.jit
-    def _gl_push_b16(offset, rank, bits):
-        """Store the int16 bits at byte `offset` of the exchange area of the cluster's program `rank`."""
-        gl.inline_asm_elementwise("{ .reg .u32 la, ra; mov.u32 la, global_smem; add.u32 la, la, $1; "
-                                  "mapa.shared::cluster.u32 ra, la, $2; st.shared::cluster.b16 [ra], $3; } // $0",
-                                  "=r,r,r,h", [offset, rank, bits], dtype=gl.int32, is_pure=False, pack=1)
+    def _gl_shared_store_b32(offset, bits):
+        """Store the int32 bits at byte `offset` of this program's shared memory (past Triton's own)."""
+        gl.inline_asm_elementwise("{ .reg .u32 la; mov.u32 la, global_smem; add.u32 la, la, $1; "
+                                  "st.shared.b32 [la], $2; } // $0", "=r,r,r", [offset, bits], dtype=gl.int32,
+                                  is_pure=False, pack=1)
 
     @gluon.jit
     def _gl_shared_b16(offset):
@@ -522,25 +532,58 @@ if HAVE_GLUON:
                                          is_pure=False, pack=1)
 
     @gluon.jit
+    def _gl_exchange_init(mbar_offset, expected_bytes):
+        """Thread 0 sets up this program's exchange mbarrier: one arrival (its own, now) and expected_bytes of copies
+        to come; the fence makes the set-up visible to the cluster's copies once the cluster barrier has passed."""
+        gl.inline_asm_elementwise("{ .reg .pred p; .reg .u32 t, mb; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
+                                  "mov.u32 mb, global_smem; add.u32 mb, mb, $1; "
+                                  "@p mbarrier.init.shared::cta.b64 [mb], 1; "
+                                  "@p mbarrier.arrive.expect_tx.shared::cta.b64 _, [mb], $2; "
+                                  "@p fence.mbarrier_init.release.cluster; } // $0", "=r,r,r",
+                                  [mbar_offset, expected_bytes], dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _gl_exchange_send(xchg_offset, split, SP: gl.constexpr, ELEMS: gl.constexpr):
+        """Threads 0 .. SP - 1: thread t bulk-copies this split's staged words [t x ELEMS, + ELEMS) to split t's
+        exchange area at (this split, 0) and its staged log2-sum-exps at (this split, head), both completing on split
+        t's mbarrier."""
+        chunk: gl.constexpr = ELEMS * 2
+        gl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 t, base, src, dst, mb, rdst, rmb; "
+            "mov.u32 t, %tid.x; setp.lt.u32 p, t, $6; mov.u32 base, global_smem; "
+            "mad.lo.u32 src, t, $7, base; add.u32 src, src, $1; add.u32 dst, base, $2; add.u32 mb, base, $3; "
+            "@p mapa.shared::cluster.u32 rdst, dst, t; @p mapa.shared::cluster.u32 rmb, mb, t; "
+            "@p cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [rdst], [src], $7, [rmb]; "
+            "add.u32 src, base, $4; add.u32 dst, base, $5; @p mapa.shared::cluster.u32 rdst, dst, t; "
+            "@p cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [rdst], [src], 64, [rmb]; "
+            "} // $0", "=r,r,r,r,r,r,r,r",
+            [xchg_offset + X_STAGE, xchg_offset + split * chunk, xchg_offset + X_MBAR, xchg_offset + X_STAGE_LSE,
+             xchg_offset + X_RECV_LSE + split * 64, split * 0 + SP, split * 0 + chunk],
+            dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _gl_exchange_wait(mbar_offset):
+        """Wait until every copy this program's exchange mbarrier expects has landed (acquire, cluster scope)."""
+        gl.inline_asm_elementwise("{ .reg .pred done; .reg .u32 mb; mov.u32 mb, global_smem; add.u32 mb, mb, $1; "
+                                  "waitLoop: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [mb], 0; "
+                                  "@!done bra waitLoop; } // $0", "=r,r", [mbar_offset], dtype=gl.int32,
+                                  is_pure=False, pack=1)
+
+    @gluon.jit
     def _gl_push_partial(acc_lo, acc_hi, m_i, l_i, kv_scale, split, xchg_offset, ELEMS: gl.constexpr,
                          NW: gl.constexpr, o_layout: gl.constexpr):
-        """This split's normalized bf16 partial, word w (_gl_partial_word_index) to the exchange area of split
-        w // ELEMS at (this split, w % ELEMS), and its log2-sum-exps to every split's at (this split, head)."""
-        SP: gl.constexpr = 8192 // ELEMS
+        """Stage this split's normalized bf16 partial (word w at w, _gl_partial_word_index) and its log2-sum-exps,
+        then send each split its slice of the words and all the log2-sum-exps (_gl_exchange_send)."""
         rows = gl.arange(0, 256, layout=gl.SliceLayout(1, o_layout))
         heads = gl.arange(0, 16, layout=gl.SliceLayout(0, o_layout))
         norm, lse = _gl_normalizer(m_i, l_i, kv_scale, o_layout)
         for hi in gl.static_range(2):
             o = ((acc_hi if hi else acc_lo) * norm[None, :]).to(gl.bfloat16).to(gl.int16, bitcast=True)
-            word = _gl_partial_word_index(rows, heads[None, :], hi)
-            _gl_push_b16(xchg_offset + (split * ELEMS + word % ELEMS) * 2, word // ELEMS, o)
-        ll: gl.constexpr = gl.BlockedLayout([1, 1], [2, 16], [NW, 1], [1, 0])  # (receiving split, head)
-        lse = gl.convert_layout(lse, gl.SliceLayout(0, ll))
-        ranks = gl.arange(0, SP, layout=gl.SliceLayout(1, ll))
-        bits = gl.where(ranks[:, None] >= 0, lse[None, :], 0.0).to(gl.int32, bitcast=True)
-        heads_l = gl.arange(0, 16, layout=gl.SliceLayout(0, ll))
-        at = xchg_offset + SP * ELEMS * 2 + (split * 16 + heads_l) * 4
-        _gl_push_b32(at[None, :] + ranks[:, None] * 0, ranks[:, None] + heads_l[None, :] * 0, bits)
+            _gl_shared_store_b16(xchg_offset + X_STAGE + _gl_partial_word_index(rows, heads[None, :], hi) * 2, o)
+        _gl_shared_store_b32(xchg_offset + X_STAGE_LSE + heads * 4, lse.to(gl.int32, bitcast=True))
+        fence_async_shared()  # the staged words are the bulk copies' source (the async proxy)
+        gl_barrier()
+        _gl_exchange_send(xchg_offset, split, 8192 // ELEMS, ELEMS)
 
     @gluon.jit
     def _gl_merge_direct_slice(part_o_ptr, part_lse_ptr, out_ptr, seq, split, num_splits, ELEMS: gl.constexpr,
@@ -681,7 +724,8 @@ if HAVE_GLUON:
             t_start = _gl_globaltimer()
         t_first = t_start if TRACE else 0
         gl.static_assert(NW == 4 or VT_ROWS == 0, "8 warps need VT_ROWS 0")
-        if CLUSTER_MERGE:  # every program of the cluster has started before any writes to its shared memory
+        if CLUSTER_MERGE:  # every program has set up its exchange mbarrier before any copy reaches it
+            _gl_exchange_init(xchg_offset + X_MBAR, xchg_offset * 0 + (X_RECV_LSE + (8192 // MERGE_ELEMS) * 64))
             _gl_cluster_barrier("barrier.cluster.arrive.relaxed.aligned;")
         kv_start = gl.load(kv_indptr_ptr + seq)
         kv_end = gl.load(kv_indptr_ptr + seq + 1)
@@ -873,12 +917,14 @@ if HAVE_GLUON:
             gl.static_assert(DIRECT_PARTIALS and NW == 4, "the cluster merge takes the direct partials' word order")
             _gl_cluster_barrier("barrier.cluster.wait.aligned;")
             _gl_push_partial(acc_lo, acc_hi, m_i, l_i, kv_scale, split, xchg_offset, MERGE_ELEMS, NW, o_layout)
-            _gl_cluster_barrier("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;")
+            _gl_exchange_wait(xchg_offset + X_MBAR)
+            _gl_cluster_barrier("barrier.cluster.arrive.release.aligned;")  # all of this split's copies have landed
             if TRACE:
                 t_ticket = _gl_globaltimer()
                 t_polled = t_ticket
             _gl_merge_direct_slice(part_o_ptr, part_lse_ptr, out_ptr, seq, split, num_splits, MERGE_ELEMS, NW,
                                    True, xchg_offset)
+            _gl_cluster_barrier("barrier.cluster.wait.acquire.aligned;")  # no area is left while a copy may read it
         elif DIRECT_PARTIALS:
             gl.static_assert(FUSED_MERGE and VT_ROWS == 0 and NW == 4, "direct partials: the fused merge, V^T in registers")
             _gl_store_direct(part_o_ptr, part_lse_ptr, acc_lo, acc_hi, m_i, l_i, kv_scale, (seq * num_splits + split) * H,
@@ -1288,8 +1334,8 @@ def _kv_descriptors(kv: torch.Tensor, block: int) -> tuple:
 
 def _cluster_kernel(args: list, options: dict, splits: int, batch: int) -> int:
     """Compile the cluster-merge kernel without launching it and make its launches clusters of `splits` programs
-    with an exchange area past Triton's shared memory (16 KB of bf16 words, the log-sum-exps); returns the area's
-    byte offset. Triton's launcher takes both from the compiled kernel's metadata (num_ctas, shared), read when
+    with an area past Triton's shared memory (X_BYTES: received and staged words and log-sum-exps, an mbarrier);
+    returns the area's byte offset. Triton's launcher takes both from the compiled kernel's metadata (num_ctas, shared), read when
     the kernel is first loaded: set here, before that."""
     compiled = mla_fp8_gluon_kernel.warmup(*args, grid=(1, batch), **options)
     compiled = compiled.result() if hasattr(compiled, "result") else compiled
@@ -1297,7 +1343,7 @@ def _cluster_kernel(args: list, options: dict, splits: int, batch: int) -> int:
         if compiled.module is not None:
             raise RuntimeError("the cluster-merge kernel was loaded before its cluster launch was set")
         offset = -(-compiled.metadata.shared // 128) * 128
-        shared = offset + V_DIM * NUM_HEADS * 2 + splits * NUM_HEADS * 4
+        shared = offset + X_BYTES
         compiled.metadata = compiled.metadata._replace(shared=shared, num_ctas=splits)
         compiled.packed_metadata = (compiled.metadata.num_warps, splits, shared)
         compiled.xchg_offset = offset

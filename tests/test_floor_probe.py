@@ -9,6 +9,7 @@ CHECKS = Path(__file__).resolve().parent / "kernel_checks" / "interpret_floor_pr
 
 def test_read_kernels_fold_the_words_each_program_owns():
     result = run_interpreted(CHECKS, timeout=300)
-    assert result["read"] == result["read_expected"]
+    for load in ("", "evict_first", ".cg"):
+        assert result[f"read{load}"] == result["read_expected"], load
     assert result["split"] == result["split_expected"]
     assert result["split"][2] == 0 and result["split"][0] != 0  # the empty sequence reads nothing; the others do

@@ -171,15 +171,17 @@ def test_gluon_kernel_compiles_for_sm90():
 
 @pytest.mark.slow
 def test_gluon_cluster_merge_compiles_for_sm90():
-    """Option cluster_merge (issue 31): the partial goes to the merging splits by stores to distributed shared
-    memory, 64 bf16 words per thread, between cluster barriers (an arrive at the start, its wait before the stores,
-    then arrive and wait again); no ticket, no global partials, no spills."""
+    """Option cluster_merge (issue 31): each split stages its partial in its own shared memory (64 bf16 words per
+    thread) and sends the merging splits their slices by two bulk copies into distributed shared memory, completing
+    on their mbarriers; cluster barriers only at the start (the mbarriers are set up), after the copies have landed
+    and before the exit; no remote stores by threads, no ticket, no global partials, no spills."""
     import re
 
     _, sass = _gluon_sass(FUSED_MERGE=False, CLUSTER_MERGE=True, MERGE_ELEMS=512)  # 16 splits
     assert len(re.findall(r"\bUCGABAR_ARV\b", sass)) == 2 and len(re.findall(r"\bUCGABAR_WAIT\b", sass)) == 2
-    assert len(re.findall(r"\bST\.E\.U16\b", sass)) == 64 and len(re.findall(r"\bLDS\.U16\b", sass)) == 64
-    assert not re.search(r"ATOMG|\bSTG\.E \b", sass)
+    assert len(re.findall(r"\bSTS\.U16\b", sass)) == 64 and len(re.findall(r"\bLDS\.U16\b", sass)) == 64
+    assert len(re.findall(r"\bUBLKCP\.S\.S\b", sass)) == 2
+    assert not re.search(r"ATOMG|\bSTG\.E \b|\bST\.E\.U16\b", sass)
     assert not re.search(r"\b(STL|LDL)\b", sass)
 
 

@@ -7,10 +7,10 @@ dirty L2, then the 3 ms GPU sleep), CUDA events around one call, the median of -
 no attention at all, so each time is a floor for 201, not an estimate of it:
 
 - launch: one empty program.
-- read: the fp8 KV's bytes read once with 16-byte loads and folded into one word per program; the fastest of
-  a few grid sizes (`read_grids`). read_ef: the same with an L2 evict-first policy on the loads. read_clean: the
-  faster of the two after a clean flush (the same buffer read, not written): not the protocol, it says what the
-  dirty lines' write-back costs a read.
+- read, read_ef, read_el, read_cg: the fp8 KV's bytes read once with 16-byte loads and folded into one
+  word per program, under one cache policy each (`READS`), the fastest of a few grid sizes (`read_grids`);
+  best_read the fastest of them. read_clean: the fastest read after a clean flush (the same buffer read, not
+  written): not the protocol, it says what the dirty lines' write-back costs a read.
 - read_seq: one program per sequence (no split, so no merge): what one SM per sequence can read.
 - read_split: 201's grid (its split count per shape), each program reading its split's tokens.
 - split_merge: read_split, then 201's handoff: a 16 KB partial stored per program, a release ticket on a
@@ -50,16 +50,34 @@ def empty_kernel(out_ptr):
 
 
 @triton.jit
-def read_kernel(src_ptr, out_ptr, n_words, words_per_program, BLOCK: tl.constexpr, EVICT: tl.constexpr = ""):
-    """Program p folds words [p * words_per_program, ...) of src into one word (so no load is dead). EVICT
-    "evict_first": loads with an L2 evict-first policy, so the KV's lines are the victims, not the dirty ones."""
+def _load_words(src_ptr, index, valid, LOAD: tl.constexpr):
+    """16-byte loads of src's int64 words under one of the cache policies READS names (0 where not valid)."""
+    if LOAD == ".cg":
+        return tl.load(src_ptr + index, mask=valid, other=0, cache_modifier=LOAD)
+    else:
+        return tl.load(src_ptr + index, mask=valid, other=0, eviction_policy=LOAD)
+
+
+@triton.jit
+def read_kernel(src_ptr, out_ptr, n_words, words_per_program, BLOCK: tl.constexpr, LOAD: tl.constexpr = ""):
+    """Program p folds words [p * words_per_program, ...) of src into one word (so no load is dead), with the
+    loads' cache policy LOAD (READS)."""
     start = tl.program_id(0) * words_per_program
     end = tl.minimum(start + words_per_program, n_words)
     acc = tl.zeros([BLOCK], tl.int64)
     for offset in range(start, end, BLOCK):
         index = offset + tl.arange(0, BLOCK)
-        acc ^= tl.load(src_ptr + index, mask=index < end, other=0, eviction_policy=EVICT)
+        acc ^= _load_words(src_ptr, index, index < end, LOAD)
     tl.store(out_ptr + tl.program_id(0), tl.xor_sum(acc, 0))
+
+
+# The reads' cache policies: what each does to the L2 the flush left full of dirty lines.
+READS = {
+    "read": "",  # plain loads
+    "read_ef": "evict_first",  # L2 evict-first policy: the KV's lines are the victims, not the dirty ones
+    "read_el": "evict_last",  # L2 evict-last policy (the opposite, for contrast)
+    "read_cg": ".cg",  # cached at L2 only
+}  # (.cs, streaming, is evict-first at L1 and L2; Triton's loads do not take it)
 
 
 @triton.jit
@@ -98,8 +116,9 @@ def split_kernel(src_ptr, kv_indptr_ptr, part_ptr, counter_ptr, out_ptr, num_spl
 
 
 def read_grids(n_sms: int) -> list[int]:
-    """Program counts tried for the plain read (8 KB per step each); the fastest per shape is the floor."""
-    return [n_sms * k for k in (1, 2, 4, 8, 16)]
+    """Program counts tried for each read (8 KB per step each); the fastest per shape is the floor. 16 per SM
+    is full occupancy (4 warps each); the 2026-12-04 calls found it fastest on 7 shapes, 4 per SM on 4 x 1k."""
+    return [n_sms * k for k in (4, 16)]
 
 
 def split_count(module, data) -> int:
@@ -124,10 +143,10 @@ def probes(data, splits: int, n_sms: int, module) -> dict:
     found = {"launch": lambda: empty_kernel[(1,)](scratch)}
     for programs in read_grids(n_sms):
         per_program = triton.cdiv(triton.cdiv(words.numel(), programs), block) * block
-        for prefix, evict in (("read", ""), ("read_ef", "evict_first")):
+        for prefix, load in READS.items():
             found[f"{prefix}/{programs}"] = (
-                lambda p=programs, w=per_program, e=evict:
-                read_kernel[(p,)](words, scratch, words.numel(), w, BLOCK=block, EVICT=e))
+                lambda p=programs, w=per_program, x=load:
+                read_kernel[(p,)](words, scratch, words.numel(), w, BLOCK=block, LOAD=x))
     seq_words = triton.cdiv(triton.cdiv(words.numel(), batch), block) * block
     found["read_seq"] = lambda: read_kernel[(batch,)](words, scratch, words.numel(), seq_words, BLOCK=block)
     slice_words = PARTIAL_WORDS // splits if splits > 1 else PARTIAL_WORDS
@@ -142,6 +161,22 @@ def probes(data, splits: int, n_sms: int, module) -> dict:
         fn()
     torch.cuda.synchronize()
     return found
+
+
+def print_table(rows: list, columns: list) -> None:
+    """Medians after the dirty flush; a read column is its fastest grid, best_read the fastest read of all
+    policies, read_clean the fastest after the clean flush."""
+    print(f"\n{'us, dirty':>11} " + " ".join(f"{c:>11}" for c in columns))
+    table = {c: [] for c in columns}
+    for row in rows:
+        best = row["best_read_us"]
+        named = {name: best[f"{name} dirty"] for name in READS}
+        named["best_read"] = min(named.values())
+        named["read_clean"] = min(best[f"{name} clean"] for name in READS)
+        for c in columns:
+            table[c].append(named[c] if c in named else row["medians_us"][f"{c} dirty"])
+        print(f"{row['shape']:>11} " + " ".join(f"{table[c][-1]:11.1f}" for c in columns))
+    print(f"{'geomean':>11} " + " ".join(f"{statistics.geometric_mean(table[c]):11.1f}" for c in columns))
 
 
 def main() -> int:
@@ -166,26 +201,14 @@ def main() -> int:
                 times[(name, kind)].append(timed(found[name], kind, buffer, sleep_cycles))
         medians = {f"{name} {kind}": statistics.median(values) for (name, kind), values in times.items()}
         best = {f"{prefix} {kind}": min(v for k, v in medians.items() if k.startswith(prefix + "/") and k.endswith(kind))
-                for prefix in ("read", "read_ef") for kind in ("dirty", "clean")}
+                for prefix in READS for kind in ("dirty", "clean")}
         row = {"shape": f"{batch}x{kv_len}", "splits": splits, "kv_mb": data[1]["fp8"][0].numel() / 1e6,
                "medians_us": medians, "best_read_us": best}
         rows.append(row)
         print(f"{row['shape']:>9} splits {splits:2d} " + " ".join(f"{k} {v:.1f}" for k, v in best.items()) + " "
               + " ".join(f"{k} {v:.1f}" for k, v in medians.items() if "/" not in k), flush=True)
     Path(args.out, "floor_probe.json").write_text(json.dumps(rows, indent=1))
-    columns = (["launch", "read", "read_ef", "read_clean", "read_seq", "read_split", "split_merge", "merge_only"]
-               + (["201"] if args.with_201 else []))
-    print(f"\n{'us, dirty':>11} " + " ".join(f"{c:>11}" for c in columns))
-    table = {c: [] for c in columns}
-    for row in rows:
-        m, best = row["medians_us"], row["best_read_us"]
-        named = {"read": best["read dirty"], "read_ef": best["read_ef dirty"],
-                 "read_clean": min(best["read clean"], best["read_ef clean"])}
-        values = [named[c] if c in named else m[f"{c} dirty"] for c in columns]
-        for c, v in zip(columns, values):
-            table[c].append(v)
-        print(f"{row['shape']:>11} " + " ".join(f"{v:11.1f}" for v in values))
-    print(f"{'geomean':>11} " + " ".join(f"{statistics.geometric_mean(table[c]):11.1f}" for c in columns))
+    print_table(rows, ["launch", *READS, "best_read", "read_clean", "merge_only"] + (["201"] if args.with_201 else []))
     return 0
 
 

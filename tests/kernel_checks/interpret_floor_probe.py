@@ -26,9 +26,10 @@ def main() -> None:
     plain = words.numpy()
     result = {}
     # the plain read: 5 programs of 2 steps (1024 words each) over 21,600 words, the last program past the end
-    out = torch.zeros(5, dtype=torch.int64)
-    floor_probe.read_kernel[(5,)](words, out, words.numel(), 4096, BLOCK=1024)
-    result["read"] = out.tolist()
+    for load in ("", "evict_first", ".cg"):  # the policies Triton's loads take (the interpreter ignores them)
+        out = torch.zeros(5, dtype=torch.int64)
+        floor_probe.read_kernel[(5,)](words, out, words.numel(), 4096, BLOCK=1024, LOAD=load)
+        result[f"read{load}"] = out.tolist()
     result["read_expected"] = [fold(plain[p * 4096:(p + 1) * 4096]) for p in range(5)]
     # 201's grid: sequences of 100, 0 and 200 tokens in 2 splits (64-token tiles; the empty one folds nothing)
     indptr = torch.tensor([0, 100, 100, 300], dtype=torch.int32)
