@@ -75,11 +75,11 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
 # CLUSTER_MERGE's area past Triton's shared memory (byte offsets from xchg_offset): the words received from every
 # split (16 KB of bf16), their log2-sum-exps (at most 16 splits x 64 B), the exchange mbarrier, then this split's own
 # words and log2-sum-exps staged for the bulk copies (16-byte aligned, as cp.async.bulk wants).
-X_BYTES = 2 * V_DIM * NUM_HEADS * 2 + 16 * 64 + 128 + NUM_HEADS * 4
 X_RECV_LSE = tl.constexpr(V_DIM * NUM_HEADS * 2)
-X_MBAR = tl.constexpr(V_DIM * NUM_HEADS * 2 + 16 * 64)
-X_STAGE = tl.constexpr(V_DIM * NUM_HEADS * 2 + 16 * 64 + 128)
-X_STAGE_LSE = tl.constexpr(2 * V_DIM * NUM_HEADS * 2 + 16 * 64 + 128)
+X_MBAR = tl.constexpr(X_RECV_LSE.value + 16 * 64)
+X_STAGE = tl.constexpr(X_MBAR.value + 128)
+X_STAGE_LSE = tl.constexpr(X_STAGE.value + V_DIM * NUM_HEADS * 2)
+X_BYTES = X_STAGE_LSE.value + NUM_HEADS * 4
 
 _PLAN_CACHE: dict = {}  # per-shape launch plans and scratch buffers (never outputs)
 
@@ -606,7 +606,7 @@ if HAVE_GLUON:
             words = _gl_shared_b16(xchg_offset + (s3[:, None, None] * ELEMS + (r3 * 8)[None, :, None]
                                                   + c3[None, None, :]) * 2).to(gl.bfloat16, bitcast=True)
             words = words.to(gl.float32)
-            lse_at = xchg_offset + SP * ELEMS * 2 + (s2[:, None] * 16 + j * 8 + c2[None, :]) * 4
+            lse_at = xchg_offset + X_RECV_LSE + (s2[:, None] * 16 + j * 8 + c2[None, :]) * 4
             lse = _gl_shared_b32(lse_at).to(gl.float32, bitcast=True)
         else:
             lse = gl.load(part_lse_ptr + (seq * num_splits + s2)[:, None] * 16 + j * 8 + c2[None, :],
@@ -1335,8 +1335,8 @@ def _kv_descriptors(kv: torch.Tensor, block: int) -> tuple:
 def _cluster_kernel(args: list, options: dict, splits: int, batch: int) -> int:
     """Compile the cluster-merge kernel without launching it and make its launches clusters of `splits` programs
     with an area past Triton's shared memory (X_BYTES: received and staged words and log-sum-exps, an mbarrier);
-    returns the area's byte offset. Triton's launcher takes both from the compiled kernel's metadata (num_ctas, shared), read when
-    the kernel is first loaded: set here, before that."""
+    returns the area's byte offset. Triton's launcher takes both from the compiled kernel's metadata (num_ctas,
+    shared), read when the kernel is first loaded: set here, before that."""
     compiled = mla_fp8_gluon_kernel.warmup(*args, grid=(1, batch), **options)
     compiled = compiled.result() if hasattr(compiled, "result") else compiled
     if getattr(compiled, "xchg_offset", None) is None:
