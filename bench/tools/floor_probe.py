@@ -40,7 +40,8 @@ sys.path.insert(0, str(REPO / "bench" / "tools"))
 from bench_decode import load_submission  # noqa: E402
 from flush_probe_201 import flush_state, official_inputs, timed  # noqa: E402
 
-WORDS_PER_TOKEN = 576 // 8  # the fp8 KV row, as int64 words
+WORDS_PER_TOKEN = tl.constexpr(576 // 8)  # the fp8 KV row, as int64 words
+TILE_TOKENS = tl.constexpr(64)  # 201's tile: its splits are whole tiles
 PARTIAL_WORDS = 16 * 512 * 2 // 8  # one split's bf16 partial (16 heads x 512 dims), as int64 words
 
 
@@ -59,16 +60,22 @@ def _load_words(src_ptr, index, valid, LOAD: tl.constexpr):
 
 
 @triton.jit
-def read_kernel(src_ptr, out_ptr, n_words, words_per_program, BLOCK: tl.constexpr, LOAD: tl.constexpr = ""):
-    """Program p folds words [p * words_per_program, ...) of src into one word (so no load is dead), with the
-    loads' cache policy LOAD (READS)."""
-    start = tl.program_id(0) * words_per_program
-    end = tl.minimum(start + words_per_program, n_words)
+def _fold_words(src_ptr, start, end, BLOCK: tl.constexpr, LOAD: tl.constexpr):
+    """src's int64 words [start, end) folded into one word by xor (so no load is dead), BLOCK words per step."""
     acc = tl.zeros([BLOCK], tl.int64)
     for offset in range(start, end, BLOCK):
         index = offset + tl.arange(0, BLOCK)
         acc ^= _load_words(src_ptr, index, index < end, LOAD)
-    tl.store(out_ptr + tl.program_id(0), tl.xor_sum(acc, 0))
+    return tl.xor_sum(acc, 0)
+
+
+@triton.jit
+def read_kernel(src_ptr, out_ptr, n_words, words_per_program, BLOCK: tl.constexpr, LOAD: tl.constexpr = ""):
+    """Program p folds words [p * words_per_program, ...) of src into one word, with the loads' cache policy LOAD
+    (READS)."""
+    start = tl.program_id(0) * words_per_program
+    end = tl.minimum(start + words_per_program, n_words)
+    tl.store(out_ptr + tl.program_id(0), _fold_words(src_ptr, start, end, BLOCK, LOAD))
 
 
 # The reads' cache policies: what each does to the L2 the flush left full of dirty lines.
@@ -89,15 +96,10 @@ def split_kernel(src_ptr, kv_indptr_ptr, part_ptr, counter_ptr, out_ptr, num_spl
     seq = tl.program_id(1)
     kv_start = tl.load(kv_indptr_ptr + seq)
     kv_end = tl.load(kv_indptr_ptr + seq + 1)
-    per_split = tl.cdiv(tl.cdiv(kv_end - kv_start, num_splits), 64) * 64  # 201's 64-token tiles
-    lo = (kv_start + split * per_split) * 72
-    hi = tl.minimum(kv_start + (split + 1) * per_split, kv_end) * 72
-    acc = tl.zeros([BLOCK], tl.int64)
-    if READ:
-        for offset in range(lo, hi, BLOCK):
-            index = offset + tl.arange(0, BLOCK)
-            acc ^= tl.load(src_ptr + index, mask=index < hi, other=0)
-    folded = tl.xor_sum(acc, 0)
+    per_split = tl.cdiv(tl.cdiv(kv_end - kv_start, num_splits), TILE_TOKENS) * TILE_TOKENS
+    lo = (kv_start + split * per_split) * WORDS_PER_TOKEN
+    hi = tl.minimum(kv_start + (split + 1) * per_split, kv_end) * WORDS_PER_TOKEN
+    folded = _fold_words(src_ptr, lo, hi if READ else lo, BLOCK, "")
     if MERGE:
         words = tl.arange(0, PARTIAL)
         tl.store(part_ptr + (seq * num_splits + split) * PARTIAL + words, words ^ folded)

@@ -21,7 +21,7 @@ def fold(words: np.ndarray) -> int:
 def main() -> None:
     generator = torch.Generator().manual_seed(7)
     tokens = 300
-    words = torch.randint(-2**62, 2**62, (tokens * floor_probe.WORDS_PER_TOKEN,), generator=generator,
+    words = torch.randint(-2**62, 2**62, (tokens * floor_probe.WORDS_PER_TOKEN.value,), generator=generator,
                           dtype=torch.int64)
     plain = words.numpy()
     result = {}
@@ -38,7 +38,8 @@ def main() -> None:
                                      PARTIAL=2048, SLICE=1024)
     result["split"] = out.tolist()
     spans = [(0, 64), (64, 100), (100, 100), (100, 100), (100, 228), (228, 300)]
-    result["split_expected"] = [fold(plain[a * 72:b * 72]) for a, b in spans]
+    per_token = floor_probe.WORDS_PER_TOKEN.value
+    result["split_expected"] = [fold(plain[a * per_token:b * per_token]) for a, b in spans]
     print(json.dumps(result))
 
 
