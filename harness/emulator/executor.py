@@ -1,59 +1,105 @@
-"""One cached executor per instruction: chosen by family from the mnemonic, built on first reach
-(so an instruction we lack stops the run only when a wave gets there)."""
-from . import buffer, ds, gpr_idx, salu, smem, sopp, valu, valu_forms, valu_packed, vcmp, vmem
+"""One cached executor per instruction, built on first reach (so an instruction we lack stops
+the run only when a wave gets there). Its family comes from the opcode table FAMILIES: rows of
+(encoding, family, claims, builder) as an ISA guide lists its opcode tables. Within an encoding
+no two rows claim one mnemonic (`build` checks it, tests/emulator/test_dispatch.py asserts it
+for every mnemonic the tables know), so the rows' order never matters."""
+from dataclasses import dataclass
+from typing import Callable
+
+from . import (buffer, ds, gpr_idx, matrix, salu, smem, sopp, valu, valu_forms, valu_packed,
+               vcmp, vmem)
 from .errors import NotEmulated
 from .valu_ops import OPS
 
 SMEM_PREFIXES = ("load_dword", "buffer_load_dword", "memtime", "memrealtime")
 MATRIX_PREFIXES = ("mfma_", "smfmac_", "accvgpr_", "permlane", "cvt_scalef32")
+TRANSPOSED_READ = "read_b64_tr"
+# Families whose instructions never jump, fault or touch memory (a block may run them in a row).
+ALU_FAMILIES = {"salu", "valu", "valu_forms", "valu_packed", "vcmp"}
 
 
-def scalar_known(name: str) -> bool:
-    return (name in salu.SOP2 or name in salu.SOP1 or name.endswith("_saveexec_b64")
-            or name.startswith(("cmp_", "bitcmp", "cmpk_"))
-            or name in ("movk_i32", "cmovk_i32", "addk_i32", "mulk_i32"))
+@dataclass(frozen=True)
+class Family:
+    """One row: `claims(name)` on the name after the encoding's prefix (v_: without
+    _e32/_e64/_dpp/_sdwa); `builder(ins, name, program, index)` -> the executor."""
+    encoding: str
+    name: str
+    claims: Callable[[str], bool]
+    builder: Callable
 
 
-def matrix_builder(ins, name):
-    from . import matrix
-    return matrix.build(ins, name)
+def starts(prefixes):
+    return lambda name: name.startswith(prefixes)
+
+
+def every(name: str) -> bool:
+    return True
+
+
+def by_name(build_family):
+    """A row's builder for a family that needs only the instruction and its name."""
+    return lambda ins, name, program, index: build_family(ins, name)
+
+
+def indexed_region(ins, name, program, index):
+    return gpr_idx.build(ins, program, index, build, plain)
+
+
+def special_form(ins, name, program, index):
+    return valu_forms.FORMS[name](ins)
+
+
+def memory(kind: str):
+    return lambda ins, name, program, index: vmem.build(ins, name, kind)
+
+
+FAMILIES = (
+    #      encoding  family        claims                                      builder
+    Family("s", "smem", starts(SMEM_PREFIXES), by_name(smem.build)),
+    Family("s", "gpr_idx", lambda name: name == "set_gpr_idx_on", indexed_region),
+    Family("s", "salu", salu.knows, by_name(salu.build)),
+    Family("s", "sopp", sopp.knows, sopp.build),
+    Family("v", "vcmp", starts(("cmp_", "cmpx_")), by_name(vcmp.build)),
+    Family("v", "valu_forms", valu_forms.FORMS.__contains__, special_form),
+    Family("v", "matrix", starts(MATRIX_PREFIXES), by_name(matrix.build)),
+    Family("v", "valu_packed", valu_packed.knows, by_name(valu_packed.build)),
+    Family("v", "valu", OPS.__contains__, by_name(valu.build)),
+    Family("ds", "matrix", starts(TRANSPOSED_READ), by_name(matrix.build)),
+    Family("ds", "ds", lambda name: not name.startswith(TRANSPOSED_READ), by_name(ds.build)),
+    Family("global", "vmem", every, memory("global")),
+    Family("flat", "vmem", every, memory("flat")),
+    Family("buffer", "buffer", every, by_name(buffer.build)),
+)
+BY_ENCODING: dict[str, tuple[Family, ...]] = {}
+for row in FAMILIES:
+    BY_ENCODING[row.encoding] = BY_ENCODING.get(row.encoding, ()) + (row,)
+
+
+def split_mnemonic(mnemonic: str) -> tuple[str, str]:
+    """'v_add_f32_e64' -> ('v', 'add_f32'); 'global_load_dword' -> ('global', 'load_dword')."""
+    encoding, _, name = mnemonic.partition("_")
+    return encoding, valu.base_name(mnemonic) if encoding == "v" else name
+
+
+def claimants(mnemonic: str) -> list[Family]:
+    """Every row that claims the mnemonic (one, or none for an instruction we lack)."""
+    encoding, name = split_mnemonic(mnemonic)
+    return [row for row in BY_ENCODING.get(encoding, ()) if row.claims(name)]
+
+
+def family_of(mnemonic: str) -> str | None:
+    rows = claimants(mnemonic)
+    return rows[0].name if len(rows) == 1 else None
 
 
 def build(ins, program, index):
     """The executor fn(wave) -> None (next), an instruction index, or a sopp code (< 0)."""
-    mnemonic = ins.mnemonic
-    if mnemonic.startswith("s_"):
-        name = mnemonic[2:]
-        if name.startswith(SMEM_PREFIXES):
-            return smem.build(ins, name)
-        if name == "set_gpr_idx_on":
-            return gpr_idx.build(ins, program, index)
-        if scalar_known(name):
-            return salu.build(ins, name)
-        return sopp.build(ins, name, program, index)
-    if mnemonic.startswith("v_"):
-        name = valu.base_name(mnemonic)
-        if name.startswith(("cmp_", "cmpx_")):
-            return vcmp.build(ins, name)
-        if name in valu_forms.FORMS:
-            return valu_forms.FORMS[name](ins)
-        if name.startswith(MATRIX_PREFIXES):
-            return matrix_builder(ins, name)
-        if valu_packed.knows(name):
-            return valu_packed.build(ins, name)
-        if name in OPS:
-            return valu.build(ins, name)
-        raise NotEmulated(mnemonic)
-    family, _, name = mnemonic.partition("_")
-    if family == "ds":
-        if name.startswith("read_b64_tr"):
-            return matrix_builder(ins, name)
-        return ds.build(ins, name)
-    if family in ("global", "flat"):
-        return vmem.build(ins, name, family)
-    if family == "buffer":
-        return buffer.build(ins, name)
-    raise NotEmulated(mnemonic)
+    rows = claimants(ins.mnemonic)
+    if not rows:
+        raise NotEmulated(ins.mnemonic)
+    if len(rows) > 1:  # a table bug, never a kernel's: the test over every mnemonic catches it
+        raise LookupError(f"{ins.mnemonic} is claimed by {[row.name for row in rows]}")
+    return rows[0].builder(ins, split_mnemonic(ins.mnemonic)[1], program, index)
 
 
 def plain(ins) -> bool:
@@ -61,10 +107,7 @@ def plain(ins) -> bool:
     mnemonic = ins.mnemonic
     if mnemonic == "s_nop" or mnemonic.startswith("s_waitcnt"):
         return True
-    if mnemonic.startswith("v_"):
-        return not mnemonic[2:].startswith(MATRIX_PREFIXES + ("cmpx_",))
-    name = mnemonic[2:]
-    return mnemonic.startswith("s_") and scalar_known(name) and not name.startswith(SMEM_PREFIXES)
+    return family_of(mnemonic) in ALU_FAMILIES and not mnemonic.startswith("v_cmpx_")
 
 
 class Executors:

@@ -6,11 +6,14 @@ VGPR number of its enabled operands (SGPR and constant operands are not moved); 
 Executed here as one region: the on instruction runs the VALUs up to the off instruction with their VGPR operands
 renumbered (executors built per index value and cached) and continues at the off (a no-op). A region holding
 anything but VOP1/VOP2/VOP3 ops of `valu_ops.OPS` (no DPP/SDWA) or SALU, or s_set_gpr_idx_mode/_idx inside it, is
-not emulated."""
+not emulated. The executor passes in how to build and classify the region's members, so this
+module never imports it (no import circle)."""
 import re
 
 from .errors import EmulationFault, NotEmulated
 from .operands import parse, scalar_reader
+from .valu import base_name
+from .valu_ops import OPS
 from .wave import M0
 
 MODE_BITS = {"SRC0": 1, "SRC1": 2, "SRC2": 4, "DST": 8}
@@ -27,38 +30,36 @@ def shifted(text: str, by: int) -> str:
     return VGPR_TEXT.sub(move, text, count=1)
 
 
-def region_member(ins) -> str:
+def region_member(ins, plain) -> str:
     """'valu' or 'salu' for an instruction the region may hold; NotEmulated otherwise."""
-    from . import executor, valu
-    from .valu_ops import OPS
     mnemonic = ins.mnemonic
-    if mnemonic.startswith("v_") and valu.base_name(mnemonic) in OPS \
+    if mnemonic.startswith("v_") and base_name(mnemonic) in OPS \
             and not mnemonic.endswith(("_dpp", "_sdwa")) and not mnemonic.startswith(("v_cmp", "v_readlane")):
         return "valu"
-    if mnemonic.startswith("s_") and executor.plain(ins) and "gpr_idx" not in mnemonic:
+    if mnemonic.startswith("s_") and plain(ins) and "gpr_idx" not in mnemonic:
         return "salu"
     raise NotEmulated("s_set_gpr_idx_on", detail=f"{mnemonic} inside the indexed region")
 
 
-def build(ins, program, index):
-    from . import executor
+def build(ins, program, index, build_member, plain):
+    """The region's executor; build_member(ins, program, index) and plain(ins) are the executor's."""
     mode = (ins.words[0] >> 8) & 0xF
     read_index = scalar_reader(parse(ins.operands[0]))
     instructions = program.instructions
     end = index + 1
     while end < len(instructions) and instructions[end].mnemonic != "s_set_gpr_idx_off":
-        region_member(instructions[end])
+        region_member(instructions[end], plain)
         end += 1
     if end == len(instructions):
         raise NotEmulated("s_set_gpr_idx_on", detail="no s_set_gpr_idx_off after it")
     members = list(range(index + 1, end))
-    kinds = [region_member(instructions[j]) for j in members]
+    kinds = [region_member(instructions[j], plain) for j in members]
     built: dict[int, tuple] = {}
 
     def renumbered(j, kind, by):
         original = instructions[j]
         if kind == "salu" or by == 0:
-            return executor.build(original, program, j)
+            return build_member(original, program, j)
         operands = list(original.operands)
         positions = [k for bit, k in ((8, 0), (1, 1), (2, 2), (4, 3)) if mode & bit and k < len(operands)]
         for k in positions:
@@ -69,7 +70,7 @@ def build(ins, program, index):
                                      f"is past v{ARCH_VGPRS - 1}")
             operands[k] = moved
         copy = type(original)(**{**original.__dict__, "operands": operands})
-        return executor.build(copy, program, j)
+        return build_member(copy, program, j)
 
     def run(w):
         by = int(read_index(w)) & 0xFF

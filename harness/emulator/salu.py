@@ -107,6 +107,24 @@ SAVEEXEC = {"and": lambda e, s: s & e, "or": lambda e, s: s | e, "xor": lambda e
             "orn1": lambda e, s: (~s | e) & M64}
 
 
+SOPK = ("movk_i32", "cmovk_i32", "addk_i32", "mulk_i32")  # and s_cmpk_<SOPC test>_<type>
+SAVEEXEC_SUFFIX = "_saveexec_b64"
+
+
+def compare_known(name: str, prefix: str) -> bool:
+    """s_cmp_<test>_<type> / s_cmpk_<test>_<type> with a test of SOPC."""
+    parts = name.split("_")
+    return len(parts) == 3 and parts[0] == prefix and parts[1] in SOPC
+
+
+def knows(name: str) -> bool:
+    """The SALU opcodes of these tables (the name after 's_')."""
+    return (name in SOP2 or name in SOP1 or name in SOPK
+            or name.removesuffix(SAVEEXEC_SUFFIX) in SAVEEXEC and name.endswith(SAVEEXEC_SUFFIX)
+            or name.startswith(("bitcmp0_", "bitcmp1_"))
+            or compare_known(name, "cmp") or compare_known(name, "cmpk"))
+
+
 def operands_of(ins):
     return [parse(text) for text in ins.operands]
 
@@ -128,7 +146,7 @@ def sop2(ins, name):
 
 
 def sop1(ins, name):
-    if name.endswith("_saveexec_b64"):
+    if name.endswith(SAVEEXEC_SUFFIX):
         return saveexec(ins, name)
     width, fn = SOP1[name]
     ops = operands_of(ins)
@@ -151,7 +169,7 @@ def sop1(ins, name):
 
 def saveexec(ins, name):
     """s_<op>_saveexec_b64: D = EXEC; EXEC = op(S0, EXEC); SCC = EXEC != 0."""
-    fn = SAVEEXEC[name.split("_saveexec")[0]]
+    fn = SAVEEXEC[name.removesuffix(SAVEEXEC_SUFFIX)]
     ops = operands_of(ins)
     a, write = scalar_reader(ops[1], 64), scalar_writer(ops[0], 64)
 
@@ -223,10 +241,10 @@ def sopk(ins, name):
 def build(ins, name):
     if name in SOP2:
         return sop2(ins, name)
-    if name in SOP1 or name.endswith("_saveexec_b64"):
+    if name in SOP1 or name.endswith(SAVEEXEC_SUFFIX):
         return sop1(ins, name)
     if name.startswith(("cmp_", "bitcmp")):
         return sopc(ins, name)
-    if name in ("movk_i32", "cmovk_i32", "addk_i32", "mulk_i32") or name.startswith("cmpk_"):
+    if name in SOPK or name.startswith("cmpk_"):
         return sopk(ins, name)
     raise NotEmulated(ins.mnemonic)

@@ -17,6 +17,18 @@ CONDITIONS = {
 }
 
 
+PC_MOVES = {"getreg_b32", "setreg_b32", "setreg_imm32_b32", "getpc_b64", "setpc_b64",
+            "swappc_b64", "call_b64"}
+ENDS = {"endpgm", "endpgm_saved", "endpgm_ordered_ps_done"}
+CONTROL = {"branch", "barrier", "sleep", "trap"} | ENDS | PC_MOVES
+
+
+def knows(name: str) -> bool:
+    """The program-control opcodes built here (the name after 's_')."""
+    return (name in NO_OPS or name in CONTROL or name.startswith("waitcnt")
+            or name.startswith("cbranch_") and name[len("cbranch_"):] in CONDITIONS)
+
+
 def simm16(ins) -> int:
     """The signed 16-bit immediate from the encoding (objdump prints it unsigned)."""
     value = ins.words[0] & 0xFFFF
@@ -44,7 +56,7 @@ def build(ins, name, program, index):
         return lambda w: target if condition(w) else None
     if name == "barrier":
         return lambda w: BARRIER
-    if name in ("endpgm", "endpgm_saved", "endpgm_ordered_ps_done"):
+    if name in ENDS:
         return lambda w: END
     if name == "sleep":
         return lambda w: YIELD
