@@ -1,4 +1,4 @@
-# Sourced by the device scripts (bench/device_sandbox.sh, bench/device_acceptance.sh), from the repository root:
+# Sourced by bench/device_acceptance.sh, from the repository root:
 # bwrap from the carried Debian packages in .debs/ (the H200 machine cannot download it), unpacked into a temporary
 # folder and put first on PATH; appends what it did to "$facts".
 # The packages (git-ignored), made beforehand on a Debian 12 machine with network:

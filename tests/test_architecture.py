@@ -131,7 +131,22 @@ def test_the_harness_folder_shows_its_groups():
     top_files = sorted(path.name for path in PACKAGE.glob("*.py"))
     folders = sorted(path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists())
     assert len(top_files) <= 10, top_files
-    assert set(GROUPS) <= set(folders), folders
+    assert set(folders) - {"display"} == set(GROUPS), folders  # display/ is the top's (only cli imports it)
+
+
+NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve").split()
+
+
+def test_the_architecture_page_counts_and_maps_every_group():
+    """docs/ARCHITECTURE.md says how many groups there are, and its map gives each group a line of its own."""
+    import re
+
+    text = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    said = re.search(r"is (\w+) groups", text)
+    assert said and said.group(1) == NUMBER_WORDS[len(GROUPS)], said and said.group(0)
+    package_map = text.split("```")[1]
+    unmapped = [g for g in GROUPS if not re.search(rf"^  {g}/ ", package_map, re.M)]
+    assert not unmapped, unmapped
 
 
 def test_no_import_cycle_in_the_package():

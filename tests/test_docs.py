@@ -26,3 +26,29 @@ def test_every_document_and_python_path_the_docs_cite_is_in_the_repository():
             if "NNN" not in cited and not (helpers.REPO / cited).is_file() and not (helpers.REPO / "harness" / cited).is_file():
                 missing.append(f"{doc.relative_to(helpers.REPO)} cites {cited}")
     assert not missing, missing
+
+
+def harness_folders() -> list[str]:
+    """Every sub-package of harness/, as its path under harness/ ('run', 'compile/hip', ...)."""
+    package = helpers.REPO / "harness"
+    return sorted(path.parent.relative_to(package).as_posix()
+                  for path in package.rglob("__init__.py") if path.parent != package)
+
+
+def test_every_harness_folder_is_named_in_the_readme_and_the_architecture():
+    import re
+
+    assert {"run", "emulator", "estimate", "compile/hip"} <= set(harness_folders())
+    unnamed = []
+    for page in ("README.md", "docs/ARCHITECTURE.md"):
+        text = (helpers.REPO / page).read_text(encoding="utf-8")
+        # 'emulator/' as a word of its own or after a '/', never inside 'bench/notes/'-like names
+        unnamed += [f"{page} never names {folder}/" for folder in harness_folders()
+                    if not re.search(rf"(?<![\w.-]){re.escape(folder)}/", text)]
+    assert not unnamed, unnamed
+
+
+def test_the_readme_and_the_architecture_point_to_the_emulator_page():
+    for page in ("README.md", "docs/ARCHITECTURE.md"):
+        text = (helpers.REPO / page).read_text(encoding="utf-8")
+        assert "harness/emulator/README.md" in text, page
