@@ -10,11 +10,15 @@ def signed(x: int, width: int = 32) -> int:
 
 
 def bfe(value: int, control: int, width: int, is_signed: bool) -> int:
+    """AMD's pseudocode: (S0 >> offset) & mask, S0 shifted as its type (arithmetic for
+    bfe_i32/_i64, so a field past the top takes sign bits), then signext_from_bit(size)."""
     offset, size = control & (width - 1), control >> 16 & 0x7F
     if size == 0:
         return 0
+    if is_signed:
+        value = signed(value, width)
     field = value >> offset & ((1 << size) - 1)
-    if is_signed and field >> (size - 1) & 1:
+    if is_signed and size < width and field >> (size - 1) & 1:
         field -= 1 << size
     return field & (M64 if width == 64 else M32)
 
@@ -35,9 +39,9 @@ SOP2 = {
     "mul_hi_u32": (32, lambda a, b, c: (a * b >> 32, None)),
     "mul_hi_i32": (32, lambda a, b, c: (signed(a) * signed(b) >> 32 & M32, None)),
     "min_i32": (32, lambda a, b, c: (a, 1) if signed(a) < signed(b) else (b, 0)),
-    "max_i32": (32, lambda a, b, c: (a, 1) if signed(a) > signed(b) else (b, 0)),
+    "max_i32": (32, lambda a, b, c: (a, 1) if signed(a) >= signed(b) else (b, 0)),  # SCC = S0 >= S1
     "min_u32": (32, lambda a, b, c: (a, 1) if a < b else (b, 0)),
-    "max_u32": (32, lambda a, b, c: (a, 1) if a > b else (b, 0)),
+    "max_u32": (32, lambda a, b, c: (a, 1) if a >= b else (b, 0)),
     "cselect_b32": (32, lambda a, b, c: (a if c else b, None)),
     "cselect_b64": (64, lambda a, b, c: (a if c else b, None)),
     "lshl_b32": (32, lambda a, b, c: nonzero(a << (b & 31) & M32)),
@@ -52,7 +56,8 @@ SOP2 = {
     "bfe_i32": (32, lambda a, b, c: nonzero(bfe(a, b, 32, True))),
     "bfe_u64": (64, lambda a, b, c: nonzero(bfe(a, b, 64, False))),
     "bfe_i64": (64, lambda a, b, c: nonzero(bfe(a, b, 64, True))),
-    "absdiff_i32": (32, lambda a, b, c: nonzero(abs(signed(a) - signed(b)) & M32)),
+    # the difference wraps to 32 bits before its sign is taken
+    "absdiff_i32": (32, lambda a, b, c: nonzero(abs(signed(a - b & M32)) & M32)),
     "pack_ll_b32_b16": (32, lambda a, b, c: (a & 0xFFFF | (b & 0xFFFF) << 16, None)),
     "pack_lh_b32_b16": (32, lambda a, b, c: (a & 0xFFFF | b & 0xFFFF0000, None)),
     "pack_hh_b32_b16": (32, lambda a, b, c: (a >> 16 | b & 0xFFFF0000, None)),
@@ -150,7 +155,8 @@ def sop1(ins, name):
         return saveexec(ins, name)
     width, fn = SOP1[name]
     ops = operands_of(ins)
-    a, write = scalar_reader(ops[1], width), scalar_writer(ops[0], width)
+    # the destination's own width: s_bcnt1_i32_b64 and friends write one SGPR
+    a, write = scalar_reader(ops[1], width), scalar_writer(ops[0], 32 * ops[0].count)
     if fn is None:
         return lambda w: write(w, a(w)) if w.scc else None
     if isinstance(fn, str):
