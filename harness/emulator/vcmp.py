@@ -16,7 +16,7 @@ FLOAT_TESTS = {
     "tru": lambda a, b: np.ones(np.broadcast(a, b).shape, bool),
 }
 INT_TESTS = {"f": FLOAT_TESTS["f"], "lt": np.less, "eq": np.equal, "le": np.less_equal,
-             "gt": np.greater, "ne": np.not_equal, "lg": np.not_equal, "ge": np.greater_equal,
+             "gt": np.greater, "ne": np.not_equal, "ge": np.greater_equal,
              "t": FLOAT_TESTS["tru"]}
 
 
