@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import copy_of_repository
+from helpers import HARNESS, copy_of_repository
 
 REPO = Path(__file__).resolve().parent.parent
 NEEDS = re.compile(r"#.*\bneeds (a GPU|MI355X|network)\b")
@@ -94,17 +94,89 @@ def test_the_front_page_is_short():
     assert lines <= MAX_README_LINES, f"README.md has {lines} lines; the reference belongs in docs/"
 
 
-# What a command's output must say, beyond its exit code.
-OUTPUT_HAS = {
-    "harness diff 119 200": ["compared on NVIDIA H200"],
-    "make run": ["Triton interpreter"],  # it says what it did not time
-    "make submit N=120 DRY_RUN=1": ["gate verdict", "nothing sent"],
-    "harness diff 013 014 --source": ["no times to compare", "+++ submissions/"],
-    "harness diff 119 120 --source": ["no times to compare", "+++ submissions/"],
+# What each command's output must show beyond its exit code (a skip exits 0 too): every pattern is found, with
+# the output's line wraps undone. Each run's progress lines ("case 3/3 2×4500 s13: pass") show it ran to the end.
+EXPECTED_OUTPUT = {
+    "make setup": [r"\[hip toolchain\] ready in ", r"sandbox: "],
     "make test": ["1 passed"],
     "make test-fast": ["1 passed"],
-    "harness compile 120": ["v_mfma_f32_16x16x128_f8f6f4"],
+    "make run": ["Triton interpreter", r"case 3/3 \S+ s13: pass"],  # it says what it did not time
+    "harness run 120": [r"120_hip_fp8_mfma · test · gfx950 emulated \(CPU\): correctness only",
+                        r"case 3/3 \S+ s13: pass"],
+    "harness run 013 --cases small": [r"013_hip_mxfp4_fused · test · .{0,60}gfx950 emulated",
+                                      r"case 3/3 \S+ s13: pass"],
+    "harness run 120 --cases small": [r"120_hip_fp8_mfma · test · gfx950 emulated \(CPU\): correctness only",
+                                      r"case 3/3 \S+ s13: pass"],
+    "harness run 201 --device gfx950 --cases small": [r"201_triton_fp8kv · test · gfx950 emulated",
+                                                      r"case 3/3 \S+ s13: pass"],
+    "harness run --all --mode test": [r"201_triton_fp8kv: case 3/3 \S+ s13: pass"],
+    "harness run 200 --mode leaderboard --flush fast": [r"200_triton_mxfp4 · leaderboard · cpu",
+                                                        r"case 3/3 \S+ s13: pass", "through the Triton interpreter"],
+    "harness diff 119 200": ["compared on NVIDIA H200"],
+    "harness run tests/samples/reference_call.py": [r"reference_call · test · cpu", r"case 3/3 \S+ s13: pass"],
+    "harness list": [r"120_hip_fp8_mfma\.py: needs hip, torch; runs here: yes; gfx950 emulated \(CPU\)",
+                     r"201_triton_fp8kv\.py: needs torch, triton; runs here: yes"],
+    "harness doctor": [r"gfx950 emulator\W+on: gfx950 emulated", r"(\d+) of \1 submissions in submissions/ can run"],
+    # After the gate ran 120's small cases on the emulator: its local test run passed, emulated.
+    "make submit N=120 DRY_RUN=1": [r"gate local test run: ok", r"gfx950 emulated \(CPU\): correctness only",
+                                    "gate verdict: passed", "nothing sent"],
+    "harness diff 013 014 --source": ["no times to compare", "+++ submissions/"],
+    "harness diff 119 120 --source": ["no times to compare", "+++ submissions/"],
+    "harness compile 13": [r"013_hip_mxfp4_fused\.py for gfx950: ok compiles for gfx950: 2 kernel\(s\), no spills"],
+    "harness compile 120": [r"120_hip_fp8_mfma\.py for gfx950: ok compiles", "v_mfma_f32_16x16x128_f8f6f4"],
+    "python bench/tools/standin_noise.py cpu small": [r"2x4500 s13 +pass",
+                                                      r"worst: [\d.]+ x the reference's own noise \(limit 1.5\)"],
+    "python bench/tools/isa_201.py --target gfx950": [r"default: regs \d+v\+\d+a spills 0/0 "],
 }
+# The commands that promise emulation ("emulates HIP/gfx950") and the files whose kernels must have run on the
+# emulator: the run's note counts their launches ("120_hip_fp8_mfma: 5 launches of 2 kernels, ...").
+EMULATED = {
+    "make run": ("013_hip_mxfp4_fused", "120_hip_fp8_mfma"),
+    "harness run 120": ("120_hip_fp8_mfma",),
+    "harness run --all --mode test": ("013_hip_mxfp4_fused", "120_hip_fp8_mfma"),
+    "harness run 013 --cases small": ("013_hip_mxfp4_fused",),
+    "harness run 120 --cases small": ("120_hip_fp8_mfma",),
+    "harness run 201 --device gfx950 --cases small": ("201_triton_fp8kv",),
+    "make submit N=120 DRY_RUN=1": (),  # the gate's own verdict names the emulator (EXPECTED_OUTPUT)
+}
+# Never in an emulating command's output: a file skipped, HIP sent away for want of ROCm, an instruction lacked.
+NOT_EMULATED = (r"(?m)^skip ", r"needs ROCm", r"not emulated: \w")
+NEVER_SHOWN = {"python bench/tools/isa_201.py --target gfx950": (r"compile error",)}
+
+
+def output_problems(command: str, shown: str) -> list[str]:
+    """What the command's output lacks, or says and must not (empty when it shows what the README promises)."""
+    flat = " ".join(shown.split())
+    problems = [f"no {p!r}" for p in EXPECTED_OUTPUT.get(command, []) if not re.search(p, flat)]
+    for label in EMULATED.get(command, ()):
+        if not re.search(rf"{label}: [1-9][\d,]* launches of \d+ kernels", flat):
+            problems.append(f"no launches of {label}'s kernels on the gfx950 emulator")
+    never = NOT_EMULATED if command in EMULATED else NEVER_SHOWN.get(command, ())
+    return problems + [f"says {p!r}" for p in never if re.search(p, shown)]
+
+
+def test_every_command_has_an_output_expectation_and_every_emulating_one_shows_the_emulator():
+    assert sorted(EXPECTED_OUTPUT) == sorted(EXPECTED_EXIT)
+    emulating = sorted(c for r in readmes() for c, needs in block_commands(r.read_text(encoding="utf-8"))
+                       if needs == "emulator")
+    assert emulating == sorted(EMULATED)
+    for command in emulating:
+        assert EMULATED[command] or any("gfx950 emulated" in p for p in EXPECTED_OUTPUT[command]), command
+
+
+def test_an_emulating_command_s_check_refuses_a_skipped_hip_run(tmp_path):
+    """`harness run 120` exits 0 when it skips 120 as much as when it emulates it: the output check tells them
+    apart (here the skip of `--device cpu`, in seconds)."""
+    env = {**os.environ, "HARNESS_RESULTS": str(tmp_path)}
+    done = subprocess.run(HARNESS + ["run", "120", "--device", "cpu", "--cases", "small"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    shown = done.stdout + done.stderr
+    assert done.returncode == 0 and "skip" in shown, shown
+    problems = output_problems("harness run 120", shown)
+    assert "no launches of 120_hip_fp8_mfma's kernels on the gfx950 emulator" in problems, problems
+    assert "says 'needs ROCm'" in problems, problems
+
+
 RUN_HERE = [pytest.param(command, marks=[pytest.mark.emulator_e2e] if needs == "emulator" else [])
             for readme in readmes() for command, needs in block_commands(readme.read_text(encoding="utf-8"))
             if needs in (None, "emulator")]
@@ -134,5 +206,5 @@ def test_a_readme_command_runs_on_a_fresh_clone(clone, command):
     done = subprocess.run(words, cwd=copy, env=env, capture_output=True, text=True, timeout=1800)
     shown = done.stdout + done.stderr
     assert done.returncode == EXPECTED_EXIT[command], f"{command}:\n{shown[-3000:]}"
-    for words in OUTPUT_HAS.get(command, []):
-        assert words in shown, f"{command}: no {words!r} in\n{shown[-3000:]}"
+    problems = output_problems(command, shown)
+    assert not problems, f"{command}: {problems} in\n{shown[-3000:]}"
