@@ -82,10 +82,10 @@ def mad_64_32(signed: bool):
         def run(w):
             x, y = lanes64(a(w)), lanes64(b(w))
             z = lanes64(c(w))
-            if signed:
+            if signed:  # AMD: { D1.i1, D0.i64 } = 65'B(65'I(S0) * 65'I(S1) + 65'I(S2)): D1 is bit 64
                 product = [int(p) * int(q) for p, q in zip(x.view(np.int32), y.view(np.int32))]
                 total = [p + int(r) for p, r in zip(product, z.view(np.int64))]
-                over = [t < -2**63 or t >= 2**63 for t in total]
+                over = [t >> 64 & 1 == 1 for t in total]
             else:
                 total = [int(p) * int(q) + int(r) for p, q, r in zip(x, y, z)]
                 over = [t >> 64 != 0 for t in total]
