@@ -83,7 +83,8 @@ def test_fp8_pack_is_ocp_e4m3_and_keeps_the_other_half():
 
 
 def test_fp8_overflow_is_nan_and_rounding_below_the_midpoint_keeps_the_max():
-    # gfx950's assembler takes no clamp here: HIP saturates with v_med3 before the conversion
+    # gfx950's assembler takes no clamp here: HIP saturates with v_med3 before the conversion.
+    # Overflow to NaN is our reading: AMD's pseudocode calls f32_to_fp8 without defining it.
     a = np.array([500.0, -1000.0, 448.0, 463.0] * 16, np.float32)
     out = snippet("  v_cvt_pk_fp8_f32 v20, v10, v10", [a]) & 0xFF
     assert out[0, :4].tolist() == [0x7F, 0xFF, 0x7E, 0x7E]
