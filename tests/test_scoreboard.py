@@ -150,6 +150,41 @@ def test_tables_split_by_device_mode_and_cases_with_test_mode_verdicts(repo):
     assert "| 001_torch | ✓ | ✓ | pass | 2026-11-29 10:00 |" in test_table
 
 
+EMULATED = {"name": records.EMULATOR_MARK, "arch": records.EMULATOR_ARCH, "backend": "cpu"}
+SMALL_CASES = {(1, 64): None, (3, 257): None}
+
+
+def test_a_newer_emulated_pass_outranks_an_older_skip_on_the_same_machine(repo):
+    ledger.append(record("120_hip.py", device=CPU, mode="test", cases="small", status="skip",
+                         reason="needs ROCm: HIP source compiled with load_inline", finished="2026-12-01T10:00:00"))
+    ledger.append(record("001_torch.py", device=CPU, mode="test", cases="small", means=SMALL_CASES))
+    ledger.append(record("120_hip.py", device=EMULATED, mode="test", cases="small", means=SMALL_CASES,
+                         finished="2026-12-04T10:00:00"))
+    text = page(repo)
+    assert "needs ROCm" not in text and "Skipped:" not in text
+    cpu_table, emulated_table = build(repo)
+    assert [row.label for row in cpu_table.rows] == ["001_torch"] and not cpu_table.skipped
+    assert [row.label for row in emulated_table.rows] == ["120_hip"]
+
+
+def test_a_skip_newer_than_the_pass_stays_listed(repo):
+    ledger.append(record("120_hip.py", device=EMULATED, mode="test", cases="small", means=SMALL_CASES,
+                         finished="2026-12-01T10:00:00"))
+    ledger.append(record("120_hip.py", device=CPU, mode="test", cases="small", status="skip",
+                         reason="needs ROCm (--device cpu)", finished="2026-12-04T10:00:00"))
+    assert [item.label for table in build(repo) for item in table.skipped] == ["120_hip"]
+
+
+def test_a_table_whose_results_are_all_left_out_says_so_under_its_heading(repo):
+    ledger.append(record("200_aiter.py", device=CPU, mode="leaderboard", cases="small",
+                         means={(1, 64): 900000}) | {"standin": True})
+    (table,) = build(repo)
+    text = board.render_table(table)
+    heading, blank, first = text.splitlines()[:3]
+    assert heading == "### cpu · leaderboard · small cases" and blank == ""
+    assert first.startswith("No table:") and "Left out: 200_aiter" in text
+
+
 def test_remote_tables_are_separate_with_the_rounding_note_and_the_secret_run_as_a_column(repo):
     write_h200_benchmarks()
     ledger.append(record("120_hip.py", device=REMOTE, source="remote", mode="leaderboard", run="public",
