@@ -1,6 +1,7 @@
 """The `harness` commands through click's runner: exit codes, one-line errors, what lands in the ledger.
 
 (scoreboard, diff, compile and submit have their command tests beside their modules' tests.)"""
+import io
 import json
 import os
 import shutil
@@ -367,6 +368,18 @@ def test_ctrl_c_says_the_running_submissions_finished_cases_are_not_recorded(tmp
     _, rest = child.communicate(timeout=120)
     assert child.returncode == 130
     assert "crash_and_hang's 1 finished case(s) are not recorded" in rest
+
+
+def test_the_ctrl_c_message_is_a_whole_sentence():
+    from rich.console import Console
+
+    from harness import display
+
+    steps = display.Steps(Console(file=io.StringIO()), "120_hip_fp8_mfma")
+    steps.cases_done = 2
+    said = steps.interrupted()
+    assert said.startswith("interrupted: 120_hip_fp8_mfma's 2 finished case(s) are not recorded")
+    assert said.endswith(" before it is recorded."), said
 
 
 def test_the_progress_line_at_80_columns_keeps_its_count():

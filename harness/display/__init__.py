@@ -46,7 +46,7 @@ class Steps(PlainSteps):
     def interrupted(self) -> str:
         """What Ctrl-C costs: this submission's finished cases were shown, and are not recorded."""
         return (f"interrupted: {self.name}'s {self.cases_done} finished case(s) are not recorded in the ledger "
-                "(a partial run is no verdict); the submissions before it are")
+                "(a partial run is no verdict); each submission this run finished before it is recorded.")
 
 
 def case_line(label: str, index: int, total: int, result) -> str:
