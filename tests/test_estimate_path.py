@@ -20,7 +20,7 @@ def test_201s_mi355x_plan_is_its_rocm_options_on_256_cus():
     plan = plan_of("201", False)
     assert plan.worked_out() and "torch.version.hip" in plan.markers
     # gfx950 options from platform_defaults: 32-token tiles, fp8 P.V, 2 programs per CU (not the CPU's 1)
-    assert (plan.options["block_n"], plan.options["pv_fp8"], plan.options["programs_per_cu"]) == (32, 1, 2)
+    assert (plan.options["block_n"], plan.options["programs_per_cu"]) == (32, 2)
     assert plan.splits(4, 8192) == 64 and plan.splits(256, 8192) == 2  # a CPU's 4 "CUs" would choose others
     found = plan.launches([calib.Launch("triton", "mla_fp8_gluon_kernel grid (1, 4)", bytes=1.0,
                                         kernel="mla_fp8_gluon_kernel"), calib.Launch("alloc", "torch.empty")], 4, 8192)

@@ -2,11 +2,14 @@
 Triton interpreter, fold exactly the words a plain read and 201's (split, sequence) grid assign to each program."""
 from pathlib import Path
 
+import pytest
+
 from kernel_loading import run_interpreted
 
 CHECKS = Path(__file__).resolve().parent / "kernel_checks" / "interpret_floor_probe.py"
 
 
+@pytest.mark.slow  # the interpreter's run: ~13 s
 def test_read_kernels_fold_the_words_each_program_owns():
     result = run_interpreted(CHECKS, timeout=300)
     for load in ("", "evict_first", ".cg"):

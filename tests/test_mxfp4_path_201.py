@@ -1,4 +1,4 @@
-"""Submission 201's MXFP4 path (option mxfp4=1, made for gfx950's scaled MFMA).
+"""Submission 201's MXFP4 path (option mxfp4=1, never the default; made for gfx950's scaled MFMA).
 
 CPU, in CI: the kernel runs under TRITON_INTERPRET=1 in a child process (tests/kernel_checks/interpret_201_mxfp4.py)
 against float64 attention on reference.dequantize_mxfp4's KV (tl.dot_scaled runs in the interpreter; the value
@@ -13,7 +13,8 @@ import pytest
 from kernel_loading import run_interpreted
 
 # Its module-wide fixtures run once: make test gives the whole file to one xdist worker (--dist loadgroup).
-pytestmark = pytest.mark.xdist_group("mxfp4_path_201")
+# Slow: the interpreter's run takes ~20 s of CPU, the gfx950 compile more.
+pytestmark = [pytest.mark.xdist_group("mxfp4_path_201"), pytest.mark.slow]
 
 CHECKS = Path(__file__).resolve().parent / "kernel_checks" / "interpret_201_mxfp4.py"
 KERNEL_FILE = next((Path(__file__).resolve().parent.parent / "submissions").glob("201_*.py"))
@@ -46,7 +47,6 @@ def test_splits_scale_padding_and_stride(interpreted):
     assert interpreted["pad_rows_equal"] and interpreted["stride_40_equal"]
 
 
-@pytest.mark.slow
 def test_gfx950_compile_has_the_scaled_mfma_no_spills_and_two_waves():
     from harness.compile import aot
 
