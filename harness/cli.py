@@ -190,9 +190,14 @@ def submit(submission, mode, leaderboard, gpu, dry_run, force, timeout_s):
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     if plan.problems and not dry_run:
         raise plan.problems[0]
+    notices = display.console(stderr=True)
     try:
-        with console.status(f"local gate for {plan.submission.path.name}..."):
-            verdict = gate.run_gate(plan.submission, plan.text, plan.leaderboard)
+        with console.status(f"local gate for {plan.submission.path.name}...") as status:
+            def gate_step(line):  # piped, the spinner shows nothing: the step goes to stderr as a line
+                status.update(escape(f"local gate: {line}..."))
+                if not notices.is_terminal:
+                    notices.print(f"gate: {line}...", markup=False, highlight=False, soft_wrap=True)
+            verdict = gate.run_gate(plan.submission, plan.text, plan.leaderboard, on_step=gate_step)
     except KeyboardInterrupt:
         click.echo("error: interrupted during the local gate; nothing sent", err=True)
         raise SystemExit(130)
@@ -264,7 +269,7 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     if not chosen:
         raise subs.SubmissionError(f"no submissions in {paths.SUBMISSIONS_DIR}")
     settings = session.settle(device=device, mode=mode, cases_arg=cases_arg, flush=flush, timeout_s=timeout,
-                              case_timeout_s=case_timeout, protection=protection)
+                              case_timeout_s=case_timeout, protection=protection, submissions=tuple(chosen))
     out = display.console()
     notices = display.console(stderr=True)
     notices.print(f"protection: {settings.protection.describe()}", highlight=False, markup=False, soft_wrap=True)

@@ -370,6 +370,22 @@ def test_ctrl_c_says_the_running_submissions_finished_cases_are_not_recorded(tmp
     assert "crash_and_hang's 1 finished case(s) are not recorded" in rest
 
 
+def test_the_emulator_notice_comes_only_for_a_file_with_hip_kernels(monkeypatch):
+    from harness import platform as platforms
+    from harness import submission as subs
+    from harness.run import session
+
+    monkeypatch.setattr(platforms, "_gpu_device_files", lambda: False)  # this machine as one without a GPU
+
+    def notices(name):
+        chosen = (subs.resolve(str(SAMPLES / name)),)
+        return " ".join(session.settle(device="auto", mode="test", cases_arg=None, flush="fast", timeout_s=None,
+                                       submissions=chosen).notices)
+
+    assert "emulator" not in notices("triton_interpreted.py") and "small CPU cases" in notices("reference_call.py")
+    assert "HIP kernels run on the harness's gfx950 emulator" in notices("hip_inline.py")
+
+
 def test_the_ctrl_c_message_is_a_whole_sentence():
     from rich.console import Console
 

@@ -14,6 +14,7 @@ import torch
 from harness import paths
 from harness.checks import directives
 from harness.results import ledger
+from harness.results.records import EMULATOR_MARK
 from harness.remote import popcorn_errors
 from harness.remote import popcorn_report
 from harness.remote import ratelimit
@@ -542,22 +543,63 @@ def test_gate_refuses_what_the_server_would_reject(tmp_path, name, rule):
     assert standin_calls(tmp_path) == [] and remote_records(tmp_path) == []
 
 
-@pytest.mark.skipif(torch.version.hip is not None, reason="on ROCm the gate builds and runs HIP files for real")
-def test_dry_run_of_a_hip_file_prints_the_command_and_sends_nothing(tmp_path):
-    path = SAMPLES / "954_remote_hip.py"
+@pytest.mark.slow  # a whole local test run in a child
+def test_dry_run_prints_the_command_and_sends_nothing(tmp_path):
+    path = SAMPLES / "950_remote_ok.py"
     env = cli_env(tmp_path, "test_success_v1315.txt")
     done = subprocess.run(HARNESS + ["submit", str(path), "--dry-run"], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     command = next(line for line in done.stdout.splitlines() if line.startswith("command: "))
     assert command.startswith(f"command: {STANDIN_BIN / 'popcorn-cli'} submit --no-tui --leaderboard amd-mixed-mla "
                               "--gpu MI355X --mode leaderboard --output ")
-    assert command.endswith(f"_954_remote_hip_leaderboard/report.txt {path}")  # an outside file: named, not numbered
-    assert "gate local test run: skipped not run here: needs ROCm" in done.stdout
-    assert "gate gfx950 compile: ok HIP: ok: compiles for gfx950" in done.stdout and "not run" in done.stdout
+    assert command.endswith(f"_950_remote_ok_leaderboard/report.txt {path}")  # an outside file: named, not numbered
+    assert "gate local test run: ok" in done.stdout and "passed here on cpu" in done.stdout
+    assert "gate: running 950_remote_ok.py's test cases here..." in done.stderr  # piped: the slow step is said
     assert "gate verdict: passed" in done.stdout and "nothing sent" in done.stdout
     assert standin_calls(tmp_path) == [] and ledger.read() == []
     assert not paths.remote_dir().exists()
+
+
+def emulated_record(status: str, reason: str = "") -> str:
+    """What `harness run FILE --mode test --json` prints for a run on the emulator (the fields the gate reads)."""
+    device = {"name": EMULATOR_MARK, "arch": "gfx950-emulated", "backend": "cpu"}
+    return json.dumps([{"status": status, "reason": reason, "device": device, "cases": "small"}])
+
+
+@pytest.mark.parametrize("status, exit_code", [("pass", 0), ("fail", 1)])
+def test_on_a_cpu_the_gate_runs_a_hip_file_on_the_emulator_as_harness_run_does(monkeypatch, status, exit_code):
+    """The emulated run itself takes minutes (test_make_submit_runs_120_emulated): here the child is a stand-in."""
+    from harness import platform as platforms
+    from harness import submission as subs
+    from harness.remote import gate
+
+    monkeypatch.setattr(platforms, "_gpu_device_files", lambda: False)  # this machine as one without a GPU
+    asked = []
+
+    def harness_run_test(path):
+        asked.append(path)
+        return subprocess.CompletedProcess([], exit_code, emulated_record(status, "case 1: wrong"), "fail: case 1")
+
+    monkeypatch.setattr(gate, "harness_run_test", harness_run_test)
+    sub = subs.resolve(str(SAMPLES / "954_remote_hip.py"))
+    verdict = gate.run_gate(sub, sub.path.read_text(), "amd-mixed-mla")
+    names = [(check.name, check.ok) for check in verdict.checks]
+    assert names == [("lint", True), ("header", True), ("gfx950 compile", True), ("local test run", status == "pass")]
+    assert asked == [sub.path] and verdict.ok == (status == "pass")
+    said = verdict.checks[-1].details[0]
+    assert f"on {EMULATOR_MARK}, small cases" in said and ("passed" if status == "pass" else "fail: case 1") in said
+
+
+@pytest.mark.emulator_e2e
+def test_make_submit_runs_120_emulated(tmp_path):
+    env = cli_env(tmp_path, "test_success_v1315.txt")
+    done = subprocess.run(["make", "-s", "submit", "N=120", "DRY_RUN=1"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"gate local test run: ok `harness run 120_hip_fp8_mfma.py --mode test` passed here on {EMULATOR_MARK}, " \
+           "small cases" in done.stdout
+    assert "gate verdict: passed" in done.stdout and standin_calls(tmp_path) == []
 
 
 def test_the_gate_refuses_a_hip_file_that_does_not_compile_for_gfx950(tmp_path):
@@ -581,8 +623,10 @@ def test_remote_doc_says_the_gate_compiles_hip_only_files():
 
     text = (helpers.REPO / "docs" / "REMOTE.md").read_text(encoding="utf-8")
     assert "HIP-only file gets the static checks only" not in " ".join(text.split())
-    sub = subs.resolve("120")
-    verdict = gate.run_gate(sub, sub.path.read_text(), "amd-mixed-mla")
+    from harness.platform import detect
+
+    sub = subs.resolve("120")  # on the plain CPU, as where the emulator's toolchain is missing
+    verdict = gate.run_gate(sub, sub.path.read_text(), "amd-mixed-mla", here=detect("cpu"))
     compiled = [check for check in verdict.checks if check.name == "gfx950 compile"]
     assert compiled and compiled[0].ok, [vars(c) for c in verdict.checks]
     assert "HIP" in compiled[0].details[0]

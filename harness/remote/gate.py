@@ -1,8 +1,10 @@
 """The local gate `make submit` runs before spending a ranked run: lint, the header, then whatever this
-machine can check (a local test run where it can run the file, else a gfx950 compile of its Triton kernels
-and HIP sources, which refuses the send on a compile error).
+machine can check: a local test run wherever `harness run` can run the file (on a CPU, HIP on the gfx950
+emulator, after a gfx950 compile that refuses a compile error in seconds), else a gfx950 compile of its
+Triton kernels and HIP sources, which refuses the send on a compile error.
 """
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -13,8 +15,9 @@ from harness import paths
 from harness.compile import compiled
 from harness.checks.directives import header_leaderboard
 from harness.checks.lint import lint_file
-from harness.platform import can_run, detect
+from harness.platform import can_run, detect, emulates, run_platform
 from harness.run import compiling
+from harness.results.records import EMULATOR_MARK
 from harness.sandbox import guard
 
 GATE_RUN_TIMEOUT_S = 1800
@@ -56,24 +59,42 @@ def _tail(text: str, lines: int = 8) -> list[str]:
     return [line for line in text.strip().splitlines()[-lines:] if line.strip()]
 
 
-def _local_run_check(path: Path) -> GateCheck:
-    """`harness run PATH --mode test` in a child process: the same verdict the user would get by hand.
+def harness_run_test(path: Path) -> subprocess.CompletedProcess:
+    """`harness run PATH --mode test --json` in a child process: the one path a run takes, as the user would
+    type it. Its record goes to a throwaway ledger: the gate checks, it does not add to the user's ledger."""
+    command = [sys.executable, "-c", "from harness.cli import main; main()", "run", str(path), "--mode", "test",
+               "--json"]
+    with tempfile.TemporaryDirectory(prefix="harness-gate-") as scratch:
+        env = {**os.environ, paths.LEDGER_ENV: str(Path(scratch) / "gate-ledger.jsonl")}
+        return subprocess.run(command, capture_output=True, text=True, timeout=GATE_RUN_TIMEOUT_S,
+                              cwd=paths.REPO_ROOT, env=env)
 
-    Its record goes to a throwaway ledger: the gate checks, it does not add results to the user's ledger.
-    """
-    command = [sys.executable, "-c", "from harness.cli import main; main()", "run", str(path), "--mode", "test"]
+
+def _run_record(stdout: str) -> dict | None:
+    """The child's one record, or None when it printed none (it failed before running anything)."""
     try:
-        with tempfile.TemporaryDirectory(prefix="harness-gate-") as scratch:
-            env = {**os.environ, paths.LEDGER_ENV: str(Path(scratch) / "gate-ledger.jsonl")}
-            done = subprocess.run(command, capture_output=True, text=True, timeout=GATE_RUN_TIMEOUT_S,
-                                  cwd=paths.REPO_ROOT, env=env)
+        found = json.loads(stdout)
+    except ValueError:
+        return None
+    return found[0] if isinstance(found, list) and len(found) == 1 and isinstance(found[0], dict) else None
+
+
+def _local_run_check(path: Path) -> GateCheck:
+    """The local test run's verdict, naming where it ran (the emulator's runs say "correctness only")."""
+    asked = f"`harness run {path.name} --mode test`"
+    try:
+        done = harness_run_test(path)
     except subprocess.TimeoutExpired:
-        return GateCheck("local test run", False, [f"`harness run --mode test` took over {GATE_RUN_TIMEOUT_S} s"])
+        return GateCheck("local test run", False, [f"{asked} took over {GATE_RUN_TIMEOUT_S} s"])
+    record = _run_record(done.stdout)
+    where = f" on {record['device']['name']}, {record['cases']} cases" if record else ""
+    if record and record["status"] == "skip":
+        return GateCheck("local test run", None, [f"{asked} skipped it here: {record['reason']}"])
     if done.returncode == 0:
-        return GateCheck("local test run", True, ["`harness run --mode test` passed here"])
+        return GateCheck("local test run", True, [f"{asked} passed here{where}"])
+    said = f": {record['status']}: {record['reason']}" if record else ""
     return GateCheck("local test run", False,
-                     [f"`harness run {path.name} --mode test` failed here (exit {done.returncode})"]
-                     + _tail(done.stdout + "\n" + done.stderr))
+                     [f"{asked} failed here{where} (exit {done.returncode}){said}"] + _tail(done.stderr))
 
 
 def _compile_check(submission) -> GateCheck:
@@ -101,15 +122,31 @@ def _compile_check(submission) -> GateCheck:
     return GateCheck("gfx950 compile", not outcome.failed, details)
 
 
-def run_gate(submission, text: str, leaderboard: str) -> GateVerdict:
-    """lint + header, then a local test run when this machine can run it, else a gfx950 compile."""
+def run_gate(submission, text: str, leaderboard: str, here=None, on_step=None) -> GateVerdict:
+    """lint + header, then a local test run wherever `harness run` can run the file (on this machine's
+    run_platform: HIP on the gfx950 emulator where there is no GPU), else a gfx950 compile. on_step(line)
+    hears of the slow steps before they start."""
+    here = here or run_platform("auto")
+    say = on_step or (lambda line: None)
     checks = [_lint_check(submission.path), _header_check(text, leaderboard)]
-    runnable, why_not = can_run(submission, detect("auto"))
+    runnable, why_not = can_run(submission, here)
+    kernels = {"triton", "hip"} & (submission.requirements | submission.optional)
     if not checks[0].ok:  # the server would refuse it anyway: spare the slow part
         checks.append(GateCheck("local test run", None, ["not run: lint already refused the file"]))
+    elif runnable and emulates(submission, here):  # a compile error refuses in seconds, not after a build
+        say(f"compiling {submission.path.name}'s kernels for gfx950")
+        checks.append(_compile_check(submission))
+        if checks[-1].ok is False:
+            checks.append(GateCheck("local test run", None, ["not run: the gfx950 compile already refused it"]))
+        else:
+            say(f"running {submission.path.name}'s test cases here ({EMULATOR_MARK}; a HIP build and the "
+                "emulator take minutes)")
+            checks.append(_local_run_check(submission.path))
     elif runnable:
+        say(f"running {submission.path.name}'s test cases here")
         checks.append(_local_run_check(submission.path))
-    elif {"triton", "hip"} & (submission.requirements | submission.optional):
+    elif kernels:
+        say(f"compiling {submission.path.name}'s kernels for gfx950")
         checks.append(_compile_check(submission))
         checks.append(GateCheck("local test run", None, [f"not run here: {why_not}"]))
     else:

@@ -122,14 +122,15 @@ def prepare(device: str = "auto", protection: str = "auto") -> tuple:
 
 
 def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout_s: float | None,
-           case_timeout_s: float | None = None, protection: str = "auto") -> Settings:
-    """The run's settings on this machine; CaseError / PlatformError / ResultsError (one line) for what cannot work."""
+           case_timeout_s: float | None = None, protection: str = "auto", submissions: tuple = ()) -> Settings:
+    """The run's settings on this machine for these submissions; CaseError / PlatformError / ResultsError (one
+    line) for what cannot work."""
     here = platforms.run_platform(device)
     notices = []
-    if here.emulate_gfx950:
+    if any(platforms.emulates_hip(sub, here) for sub in submissions):  # a Triton file has none to emulate
         notices.append(f"HIP kernels run on the harness's gfx950 emulator ({platforms.EMULATOR_MARK}; "
                        "--device cpu: the plain CPU).")
-    if here.emulate_triton:
+    if any(platforms.emulates_triton(sub, here) for sub in submissions):
         notices.append("Triton kernels are compiled for gfx950 and run on the emulator (--device gfx950): minutes "
                        "a case, correctness only.")
     defaulted = cases_arg is None
