@@ -364,8 +364,7 @@ def main() -> int:
     parser.add_argument("--variant", action="append", default=[],
                         help="200 variant 'name=key:value,...' (kv_format, splits, block_n, num_warps)")
     parser.add_argument("--variant201", action="append", default=[],
-                        help="201 variant 'name=key:value,...' (splits, block_n, num_warps, num_stages, pv_fp8, "
-                        "pv_chunks, reload, fused)")
+                        help="201 variant 'name=key:value,...' (its tuning keys: splits, gluon, mxfp4)")
     parser.add_argument("--skip200", action="store_true", help="time neither 200 nor its variants")
     parser.add_argument("--skip201default", action="store_true", help="time 201's variants only, not custom_kernel")
     parser.add_argument("--seeds", default="001,119", help="other submissions to time (numbers)")

@@ -1,11 +1,12 @@
 """Ahead-of-time ISA figures of submission 201's kernels on a CPU: resources and the main loop's length.
 
     python bench/tools/isa_201.py [--target sm90|gfx950] [--kernel NAME] [--dump DIR] [name=KEY:VALUE,...]
+    python bench/tools/isa_201.py --taken [--target sm90|gfx950] [--dump DIR]
 
 (--kernel mla_fp8_gluon_kernel: the Gluon sm90 kernel; a KEY ending in _ptr sets that argument's type, e.g.
-part_o_ptr:*bf16.)
+part_o_ptr:*bf16.) --taken: every launch the target's path makes (TAKEN), e.g. to compare two versions' code.
 
-For each variant (constexprs and launch options of mla_fp8_kernel), compiles for the target and prints
+For each variant (constexprs and launch options of the kernel), compiles for the target and prints
 registers, spills, shared memory / LDS, and the instructions of the longest loop of the kernel (the
 per-tile body), with the instruction mix that matters for an issue-rate estimate. Lane-ops per KV token =
 loop instructions x warps x lanes / BLOCK_N (NOTES.md, issue 12, uses it against the byte rate).
@@ -28,12 +29,35 @@ sys.path.insert(0, str(REPO))
 SIGNATURE = {
     "q_ptr": "*bf16", "q_stride_t": "i32", "q_stride_h": "i32", "kv_ptr": "*fp8e4nv", "kv_scale_ptr": "*fp32",
     "kv_indptr_ptr": "*i32", "out_ptr": "*bf16", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32",
-    "counter_ptr": "*i32", "sm_scale": "fp32", "num_splits": "i32", "trace_ptr": "*i64", "xchg_offset": "i32",
+    "counter_ptr": "*i32", "sm_scale": "fp32", "num_splits": "i32",
     "kv_desc_n": "set in compile_variant", "kv_desc_r": "set in compile_variant",
 }
 ALIGNED = {"q_ptr", "q_stride_t", "q_stride_h", "kv_ptr", "kv_scale_ptr", "kv_indptr_ptr", "out_ptr",
            "part_o_ptr", "part_lse_ptr", "counter_ptr"}
-DEFAULTS = {"WRITE_FINAL": False, "FUSED_REDUCE": True, "SPLITS_POW2": 16, "BLOCK_N": 64, "PV_FP8": False}
+DEFAULTS = {"WRITE_FINAL": False, "BLOCK_N": 32}  # mla_fp8_kernel as gfx950 launches it, several splits
+# the Gluon kernel's fused merge of 4 splits with the L2 hint (32 x 8k on the H200)
+GLUON_DEFAULTS = {"WRITE_FINAL": False, "FUSED_MERGE": True, "MERGE_ELEMS": 2048, "L2_EVICT_FIRST": True,
+                  "part_o_ptr": "*bf16"}
+LAUNCH = {"num_warps": 4, "num_stages": 1}  # the Triton path's split kernels
+WARPS = {"num_warps": 4}  # the Gluon and merge kernels' launches (no num_stages given)
+# every launch a target's default path makes (gfx950: and the MXFP4 option's split kernel): (name, kernel,
+# constexprs and argument types, launch options)
+TAKEN = {
+    "gfx950": [
+        ("split", "mla_fp8_kernel", {"WRITE_FINAL": False, "BLOCK_N": 32}, LAUNCH),
+        ("final", "mla_fp8_kernel", {"WRITE_FINAL": True, "BLOCK_N": 32}, LAUNCH),
+        ("merge", "mla_merge_kernel", {"SPLITS_CHUNK": 16}, WARPS),
+        ("mxfp4_split", "mla_mxfp4_kernel", {"WRITE_FINAL": False, "BLOCK_N": 32, "SCALE_STRIDE": 24,
+                                             "HW_CVT": True, "kv_ptr": "*u8", "kv_scale_ptr": "*u8"}, LAUNCH),
+    ],
+    "sm90": [
+        ("final", "mla_fp8_gluon_kernel", dict(GLUON_DEFAULTS, WRITE_FINAL=True, FUSED_MERGE=False), WARPS),
+        ("fused4", "mla_fp8_gluon_kernel", GLUON_DEFAULTS, WARPS),
+        ("partials", "mla_fp8_gluon_kernel", dict(GLUON_DEFAULTS, FUSED_MERGE=False, part_o_ptr="*fp32"), WARPS),
+        ("merge_pdl", "mla_merge_kernel", {"SPLITS_CHUNK": 16, "PDL": True}, WARPS),
+        ("merge_slices_pdl", "mla_merge_kernel", {"SPLITS_CHUNK": 32, "DIMS": 128, "PDL": True}, WARPS),
+    ],
+}
 
 
 def load_201():
@@ -52,16 +76,14 @@ def compile_variant(kernel, constexprs: dict, options: dict, target: str):
     if type(kernel).__module__.startswith("triton.experimental.gluon"):  # a @gluon.jit kernel
         from triton.experimental.gluon._runtime import GluonASTSource as ASTSource
     types = dict(SIGNATURE, **{k: constexprs.pop(k) for k in list(constexprs) if k.endswith("_ptr")})
-    if constexprs.get("TMA"):  # the Gluon kernel's TMA descriptors of the KV (nope box, rope box)
+    constexprs = {k: v for k, v in constexprs.items() if k in kernel.arg_names}
+    if "kv_desc_n" in kernel.arg_names:  # the Gluon kernel's TMA descriptors of the KV (nope box, rope box)
         from triton.experimental.gluon.language._layouts import NVMMASharedLayout
-        block = constexprs.get("BLOCK_N", 64)
+        block = 64
         sw128 = NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
         sw64 = NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2)
         types.update(kv_desc_n=f"tensordesc<fp8e4nv[{block}, 512],{sw128!r}>",
                      kv_desc_r=f"tensordesc<fp8e4nv[{block}, 64],{sw64!r}>")
-    else:
-        types.pop("kv_desc_n"), types.pop("kv_desc_r")
-        constexprs.update({k: None for k in ("kv_desc_n", "kv_desc_r") if k in kernel.arg_names})
     signature, attrs = {}, {}
     for index, name in enumerate(kernel.arg_names):
         if name in constexprs:
@@ -180,7 +202,7 @@ def report(name: str, constexprs: dict, options: dict, target: str, kernel, dump
 
 def parse(text: str):
     name, _, rest = text.partition("=")
-    constexprs, options = dict(DEFAULTS), {"num_warps": 4, "num_stages": 2}
+    constexprs, options = dict(DEFAULTS), dict(LAUNCH)
     for pair in filter(None, rest.split(",")):
         key, _, value = pair.partition(":")
         value = {"true": True, "false": False}.get(value.lower(), value)
@@ -197,16 +219,24 @@ def main() -> int:
     parser.add_argument("--target", default="sm90")
     parser.add_argument("--dump", default=None)
     parser.add_argument("--kernel", default="mla_fp8_kernel")
+    parser.add_argument("--taken", action="store_true", help="every launch of the target's default path")
     parser.add_argument("variants", nargs="*", default=["default="])
     args = parser.parse_args()
     module = load_201()
+    if hasattr(module, "_install_l2_hint_stage"):  # as the sm90 plan does: marked kernels' copies get the hint
+        module._install_l2_hint_stage()
+    dump = Path(args.dump) if args.dump else None
+    if args.taken:
+        for name, kernel_name, constexprs, options in TAKEN[args.target]:
+            report(name, dict(constexprs), dict(options), args.target, getattr(module, kernel_name), dump)
+        return 0
     kernel = getattr(module, args.kernel)
     for text in args.variants:
         name, constexprs, options = parse(text)
         if args.kernel == "mla_fp8_gluon_kernel":  # its own constexprs (no Triton-path defaults)
-            constexprs = dict({"WRITE_FINAL": False, "BLOCK_N": 64, "STAGES": 2, "VT_ROWS": 256},
-                              **{k: v for k, v in constexprs.items() if k not in DEFAULTS or f"{k}:" in text})
-        report(name, constexprs, options, args.target, kernel, Path(args.dump) if args.dump else None)
+            constexprs = dict(GLUON_DEFAULTS, **{k: v for k, v in constexprs.items()
+                                                 if k not in DEFAULTS or f"{k}:" in text})
+        report(name, constexprs, options, args.target, kernel, dump)
     return 0
 
 
