@@ -120,8 +120,8 @@ EXPECTED_OUTPUT = {
     # After the gate ran 120's small cases on the emulator: its local test run passed, emulated.
     "make submit N=120 DRY_RUN=1": [r"gate local test run: ok", r"gfx950 emulated \(CPU\): correctness only",
                                     "gate verdict: passed", "nothing sent"],
-    "harness diff 013 014 --source": ["no times to compare", "+++ submissions/"],
-    "harness diff 119 120 --source": ["no times to compare", "+++ submissions/"],
+    "harness diff 013 014 --source": ["no times to compare", r"\+\+\+ submissions/"],
+    "harness diff 119 120 --source": ["no times to compare", r"\+\+\+ submissions/"],
     "harness compile 13": [r"013_hip_mxfp4_fused\.py for gfx950: ok compiles for gfx950: 2 kernel\(s\), no spills"],
     "harness compile 120": [r"120_hip_fp8_mfma\.py for gfx950: ok compiles", "v_mfma_f32_16x16x128_f8f6f4"],
     "python bench/tools/standin_noise.py cpu small": [r"2x4500 s13 +pass",
@@ -157,6 +157,8 @@ def output_problems(command: str, shown: str) -> list[str]:
 
 def test_every_command_has_an_output_expectation_and_every_emulating_one_shows_the_emulator():
     assert sorted(EXPECTED_OUTPUT) == sorted(EXPECTED_EXIT)
+    for pattern in [p for patterns in EXPECTED_OUTPUT.values() for p in patterns] + list(NOT_EMULATED):
+        re.compile(pattern)  # a pattern that is no regular expression fails here, not minutes into a clone
     emulating = sorted(c for r in readmes() for c, needs in block_commands(r.read_text(encoding="utf-8"))
                        if needs == "emulator")
     assert emulating == sorted(EMULATED)
