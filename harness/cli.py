@@ -285,10 +285,15 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
     for outcome in outcomes:
         if not as_json:
             display.print_run(out, outcome.run)
+    def say(line):  # on a terminal too: a minutes-long build must not pass in silence
+        notices.print(line, markup=False, highlight=False, soft_wrap=True)
+
     for sub in chosen:
-        with display.Steps(notices, sub.label, bar=not as_json) as steps:
+        with display.Steps(notices, sub.label, bar=not as_json,
+                           limit_s=settings.case_timeout_s or settings.timeout_s) as steps:
             try:
-                outcome = session.evaluate_and_record(sub, settings, progress=steps.step, on_case=steps.finished)
+                outcome = session.evaluate_and_record(sub, settings, progress=steps.step, on_case=steps.finished,
+                                                      say=say)
             except KeyboardInterrupt:
                 notices.print(steps.interrupted(), highlight=False, soft_wrap=True)
                 raise

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -384,6 +385,47 @@ def test_the_emulator_notice_comes_only_for_a_file_with_hip_kernels(monkeypatch)
 
     assert "emulator" not in notices("triton_interpreted.py") and "small CPU cases" in notices("reference_call.py")
     assert "HIP kernels run on the harness's gfx950 emulator" in notices("hip_inline.py")
+
+
+def test_a_piped_case_that_runs_on_says_so_every_heartbeat():
+    from rich.console import Console
+
+    from harness import display
+
+    piped = io.StringIO()
+    with display.Steps(Console(file=piped), "120_hip_fp8_mfma", limit_s=900, heartbeat_s=0.2) as steps:
+        steps.step(1, 3, "batchsize: 3; qseqlen: 1; kvseqlen: 257; seed: 12")
+        deadline = time.monotonic() + 10
+        while piped.getvalue().count("still running") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        steps.finished(1, 3, types.SimpleNamespace(spec={"batchsize": 3, "kvseqlen": 257, "seed": 12},
+                                                   status="pass", stats=None, message=""))
+        time.sleep(0.6)  # between cases: silent
+    lines = piped.getvalue().splitlines()
+    beats = [line for line in lines if "still running" in line]
+    assert len(beats) >= 2 and lines[len(beats):] == ["120_hip_fp8_mfma: case 2/3 3×257 s12: pass"], lines
+    assert beats[0].startswith("120_hip_fp8_mfma: case 2/3 still running, ") and beats[0].endswith(" s (limit 900 s)")
+
+
+def test_a_hip_build_is_announced_with_its_seconds_only_when_it_builds(tmp_path, monkeypatch):
+    from harness import submission as subs
+    from harness.emulator.hip_runtime import prebuild
+    from harness.run import session
+
+    monkeypatch.setattr(prebuild, "cache_folder", lambda: tmp_path)  # an empty cache: the first run
+    built = []
+    monkeypatch.setattr(prebuild, "prebuild", lambda path: built.append(path) or [])  # the build itself: minutes
+    sub = subs.resolve(str(SAMPLES / "hip_inline.py"))
+    said = []
+    session.prebuild_hip(sub, said.append)
+    assert built == [sub.path] and said[0].startswith("building hip_inline's HIP sources for gfx950 (first run")
+    assert len(said) == 2 and said[1].startswith("hip_inline's HIP build done in ") and said[1].endswith(" s")
+    ((spec, _),) = prebuild.specs_of(sub.path.read_text())
+    (tmp_path / spec.key).mkdir()
+    (tmp_path / spec.key / f"{spec.name}.so").write_bytes(b"")  # cached: nothing to build, nothing said
+    said.clear()
+    session.prebuild_hip(sub, said.append)
+    assert said == [] and len(built) == 1
 
 
 def test_the_ctrl_c_message_is_a_whole_sentence():

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness import paths
+from harness.heartbeat import HEARTBEAT_S, Heartbeat
 from harness.fitted_table import FitColumn, Steps as PlainSteps, console, fit, print_fitted  # noqa: F401 (cli's)
 from harness.platform import AITER_STANDIN_MARK, emulator_status
 from harness.run import protocol
@@ -28,7 +29,33 @@ def _short_spec_line(found) -> str:
 
 
 class Steps(PlainSteps):
-    """A run's steps (fitted_table.Steps) with its labels shortened and a line per finished case when piped."""
+    """A run's steps (fitted_table.Steps) with its labels shortened and a line per finished case when piped, and
+    piped, a heartbeat line while one step runs on (limit_s: the run's time limit, for that line)."""
+
+    def __init__(self, console, name: str, bar: bool = True, limit_s: float | None = None,
+                 heartbeat_s: float = HEARTBEAT_S):
+        super().__init__(console, name, bar)
+        self.heartbeat = None if console.is_terminal else Heartbeat(name, self.say, heartbeat_s, limit_s)
+
+    def __enter__(self):
+        if self.heartbeat:
+            self.heartbeat.start()
+        return super().__enter__()
+
+    def __exit__(self, *exc) -> None:
+        if self.heartbeat:
+            self.heartbeat.stop()
+        super().__exit__(*exc)
+
+    def step(self, completed: int | None, total: int | None, label: str) -> None:
+        super().step(completed, total, label)
+        if self.heartbeat is None:
+            return
+        if label.endswith("done"):
+            self.heartbeat.ended()
+        else:
+            case = self.is_case(label) and completed is not None and total
+            self.heartbeat.began(f"case {completed + 1}/{total}" if case else self.describe(label))
 
     def describe(self, label: str) -> str:
         """'warm-up: 4×1024 s4217' for 'warm-up: batchsize: 4; ...'."""
@@ -41,6 +68,8 @@ class Steps(PlainSteps):
     def finished(self, index: int, total: int, result) -> None:
         """The protocol's on_case callback: piped, one line per finished case."""
         self.cases_done += 1
+        if self.heartbeat:
+            self.heartbeat.ended()
         self.say(case_line(self.name, index, total, result))
 
     def interrupted(self) -> str:

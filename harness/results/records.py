@@ -306,3 +306,21 @@ def latest_by(records: list[Record], key) -> dict:
         if slot not in latest or record["finished"] >= latest[slot]["finished"]:
             latest[slot] = record
     return latest
+
+
+def machine_slot(record: dict) -> tuple:
+    """One file's runs of one mode and case set on one machine, whatever the device label (CPU or emulated)."""
+    return (identity(record), record["mode"], record["cases"], record["source"],
+            record["device"]["backend"], remote_run(record))
+
+
+def without_outranked_skips(runs: list[dict]) -> list[dict]:
+    """The runs less each skip that a newer run of the same file on the same machine answered (a HIP file
+    skipped on the plain CPU, then passed on the emulator there): the older skip is no longer the news."""
+    answered = latest_by([r for r in runs if r["status"] != "skip"], machine_slot)
+
+    def outranked(record: dict) -> bool:
+        newer = answered.get(machine_slot(record))
+        return newer is not None and newer["finished"] >= record["finished"]
+
+    return [r for r in runs if not (r["status"] == "skip" and outranked(r))]

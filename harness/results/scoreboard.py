@@ -134,7 +134,7 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
                                         for r in everything):
         raise BaselineError(f"--baseline {baseline}: the ledger has no result of submission {baseline}")
     runs = [r for r in everything if r["mode"] not in ("compile", estimates.MODE)]  # those feed their own sections
-    runs = _without_outranked_skips(runs)
+    runs = records.without_outranked_skips(runs)
     estimated = estimates.latest(everything)
     latest = records.latest_by(runs, lambda r: (records.group_key(r), records.identity(r)))
     tables: dict[tuple, Table] = {}
@@ -181,24 +181,6 @@ def build_tables(everything: list[dict], *, baseline: int | None = None,
         table.skipped.sort(key=lambda item: item.label)
         _fill_scores(table, baseline)
     return ordered
-
-
-def _machine_slot(record: dict) -> tuple:
-    """One file's runs of one mode and case set on one machine, whatever the device label (CPU or emulated)."""
-    return (records.identity(record), record["mode"], record["cases"], record["source"],
-            record["device"]["backend"], records.remote_run(record))
-
-
-def _without_outranked_skips(runs: list[dict]) -> list[dict]:
-    """The runs less each skip that a newer run of the same file on the same machine answered (a HIP file
-    skipped on the plain CPU, then passed on the emulator there): the older skip is no longer the news."""
-    answered = records.latest_by([r for r in runs if r["status"] != "skip"], _machine_slot)
-
-    def outranked(record: dict) -> bool:
-        newer = answered.get(_machine_slot(record))
-        return newer is not None and newer["finished"] >= record["finished"]
-
-    return [r for r in runs if not (r["status"] == "skip" and outranked(r))]
 
 
 def _merge_secret_runs(tables: dict) -> None:

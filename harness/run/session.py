@@ -168,12 +168,17 @@ class Outcome:
     ledger_error: ResultsError | None  # the record could not be written: the result is lost
 
 
+def _say_nothing(line: str) -> None:
+    pass
+
+
 def evaluate(submission: Submission, settings: Settings, progress=protocol._no_progress,
-             on_case=protocol._no_case_report) -> tuple:
+             on_case=protocol._no_case_report, say=_say_nothing) -> tuple:
     """(the run, its record) of protocol.evaluate for one submission under the run's protection, not yet in the
-    ledger. A file changed on disk or a process left running fails the run (harness/sandbox/guard.py)."""
+    ledger. A file changed on disk or a process left running fails the run (harness/sandbox/guard.py). say(line):
+    what the user should hear of at once (a HIP build of minutes)."""
     if platforms.emulates_hip(submission, settings.platform):
-        prebuild_hip(submission)  # before the watch: the parent's builds are not the child's changes
+        prebuild_hip(submission, say)  # before the watch: the parent's builds are not the child's changes
     with guarded(submission, settings.platform, settings.protection) as held:
         run = protocol.evaluate(submission, settings.platform, settings.mode, settings.specs,
                                 cases_name=settings.cases_name, flush=settings.flush, timeout_s=settings.timeout_s,
@@ -214,20 +219,40 @@ def emulator_note(runs: list) -> str | None:
     return f"kernels run on the gfx950 emulator, {platforms.EMULATOR_MARK} (times never compared): " + "; ".join(parts)
 
 
-def prebuild_hip(submission: Submission) -> None:
-    """Its load_inline extensions built into the HIP toolchain's cache, which the child may read but not write."""
+def prebuild_hip(submission: Submission, say=_say_nothing) -> None:
+    """Its load_inline extensions built into the HIP toolchain's cache, which the child may read but not write;
+    say(line) when a build starts and when it ends, with its seconds (a first build takes minutes)."""
+    import time
+
+    from harness.emulator.hip_runtime import prebuild
+
+    if not hip_builds_missing(submission):
+        return
+    say(f"building {submission.label}'s HIP sources for gfx950 (first run compiles; cached after) ...")
+    started = time.monotonic()
+    try:
+        failed = prebuild.prebuild(submission.path)
+    except Exception as error:  # noqa: BLE001 - the child builds (or fails) on its own, as the submission's fault
+        failed = [str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__]
+    verdict = f"failed ({failed[0][:200]}); the run reports it" if failed else "done"
+    say(f"{submission.label}'s HIP build {verdict} in {time.monotonic() - started:.0f} s")
+
+
+def hip_builds_missing(submission: Submission) -> bool:
+    """Whether a load_inline extension of the file is not in the toolchain's cache yet (its run builds it)."""
     from harness.emulator.hip_runtime import prebuild
 
     try:
-        prebuild.prebuild(submission.path)
-    except Exception:  # noqa: BLE001 - the child builds (or fails) on its own, as the submission's fault
-        pass
+        specs = prebuild.specs_of(submission.path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return any(not (prebuild.cache_folder() / spec.key / f"{spec.name}.so").is_file() for spec, _ in specs)
 
 
 def evaluate_and_record(submission: Submission, settings: Settings, progress=protocol._no_progress,
-                        on_case=protocol._no_case_report) -> Outcome:
+                        on_case=protocol._no_case_report, say=_say_nothing) -> Outcome:
     """evaluate, then write: one submission's run and its record in the ledger."""
-    return write(*evaluate(submission, settings, progress=progress, on_case=on_case))
+    return write(*evaluate(submission, settings, progress=progress, on_case=on_case, say=say))
 
 
 def exit_code(runs: list, allow_rejected: bool = False) -> int:
