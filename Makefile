@@ -27,10 +27,13 @@ hip-toolchain: $(STAMP)
 sandbox-tool: $(STAMP)
 	$(BIN)/python -m harness.sandbox.bwrap setup
 
-# Two workers (pytest-xdist; the CI machine has 2 cores) and the 25 slowest tests at the end.
+# Two workers (pytest-xdist; the CI machine has 2 cores), the longest work first (tests/suite_time.py), and
+# the 25 slowest tests at the end; each test's seconds go to .pytest_cache/durations.json, which an idle
+# run's copy refreshes tests/durations.json from.
 PYTEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest -q -m "not gpu and not emulator_e2e" -n $(PYTEST_WORKERS) --dist loadgroup --durations=25
+	$(BIN)/python -m pytest -q -m "not gpu and not emulator_e2e" -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 \
+		--record-durations .pytest_cache/durations.json
 
 # The edit loop: the suite less its slow tests (the README commands on a fresh clone among them).
 test-fast: setup

@@ -6,9 +6,11 @@ the harness of this checkout (PYTHONPATH), whatever the venv's editable install 
 import atexit
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
+import suite_time
 from harness import paths
 from harness.compile.hip import toolchain as hip_toolchain
 from helpers import REPO
@@ -26,10 +28,51 @@ def _logs_in_checkout() -> set[str]:
 
 
 _LOGS_BEFORE = pytest.StashKey[set]()
+# seconds per test and the slow-marked ones, as this process sees the reports (xdist: the controller)
+MEASURED: dict[str, float] = {}
+MARKED_SLOW: set[str] = set()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--record-durations", metavar="PATH", default=None,
+                     help="write each test's seconds (setup + call + teardown) as JSON: tests/durations.json")
 
 
 def pytest_configure(config):
     config.stash[_LOGS_BEFORE] = _logs_in_checkout()
+    # xdist would re-sort the work units by their number of tests; ours (longest first) is the point
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Notes which collected tests are marked slow, before -m or -k leave any out; under xdist, where each
+    worker collects the same items, orders them longest first (suite_time.py)."""
+    config.stash[suite_time.SLOW_MARKS] = {suite_time.plain_id(item.nodeid): item.get_closest_marker("slow")
+                                           is not None for item in items}
+    if hasattr(config, "workerinput"):
+        items[:] = suite_time.longest_first(items, suite_time.load())
+
+
+def pytest_runtest_logreport(report):
+    nodeid = suite_time.plain_id(report.nodeid)
+    MEASURED[nodeid] = MEASURED.get(nodeid, 0.0) + report.duration
+    if "slow" in report.keywords:
+        MARKED_SLOW.add(nodeid)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Tests over SLOW_S without the slow mark: make test-fast still runs them (issue 37)."""
+    over = suite_time.unmarked_slow(MEASURED, MARKED_SLOW)
+    if over:
+        terminalreporter.write_line(f"{len(over)} test(s) over {suite_time.SLOW_S:g} s not marked slow:", yellow=True)
+        for nodeid, seconds in over:
+            terminalreporter.write_line(f"  {seconds:6.1f}s {nodeid}")
+    target = config.getoption("--record-durations")
+    if target and MEASURED:
+        suite_time.write(MEASURED, Path(target), f"seconds per test (setup + call + teardown), written by "
+                                                 f"--record-durations: {' '.join(config.invocation_params.args)}")
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -79,3 +122,14 @@ def results_dir(tmp_path, monkeypatch):
     monkeypatch.delenv(paths.REMOTE_DIR_ENV, raising=False)
     monkeypatch.setenv("HARNESS_HIP_CACHE", str(HIP_CACHE))
     return folder
+
+
+@pytest.fixture(scope="session")
+def estimate_201_small():
+    """`harness estimate 201` on the CPU at 4x1024 (64 KV rows a call), emulated counts included: one run
+    (~90 s of CPU) that test_kernel_model and test_estimate_path both read (their xdist group is one)."""
+    from harness import platform as platforms, submission as subs
+    from harness.estimate import runner
+
+    small = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}
+    return runner.run(subs.resolve("201"), platforms.detect("cpu"), specs=[small], budget=64)

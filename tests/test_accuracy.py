@@ -88,6 +88,7 @@ def test_measures_on_hand_made_tensors():
     assert result.warnings == ()  # 50% outside: the official check fails it, no pass to second-guess
 
 
+@pytest.mark.slow
 def test_the_harness_passes_them_officially_and_warns_in_the_table_and_the_ledger(tmp_path):
     """End to end on the CPU: both samples pass the official check on a (1, 8192) case; the run warns, the
     ledger keeps the figures, and the table shows the error as a multiple of the reference's noise."""

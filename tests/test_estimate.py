@@ -127,6 +127,7 @@ def _us(result, index: int) -> float:
     return result.shapes[index].estimate.us
 
 
+@pytest.mark.slow
 def test_the_samples_get_estimates_with_breakdowns(sample_estimates):
     for result in sample_estimates.values():
         assert result.status == "pass" and result.geomeans() is not None
@@ -137,6 +138,7 @@ def test_the_samples_get_estimates_with_breakdowns(sample_estimates):
     assert large.recorded_kv == [48, 64] and "extrapolated to 8192" in large.note
 
 
+@pytest.mark.slow
 def test_the_breakdown_shows_count_times_each_and_the_total_of_each_shape(sample_estimates):
     from rich.console import Console
 
@@ -156,6 +158,7 @@ def test_the_breakdown_shows_count_times_each_and_the_total_of_each_shape(sample
     assert totals == [format_model_us(shape.estimate.us) for shape in result.shapes]
 
 
+@pytest.mark.slow
 def test_the_samples_differ_the_way_the_model_says(sample_estimates):
     model = sample_estimates["persistent_a8w8"].model
     item, plain = sample_estimates["persistent_a8w8_item"], sample_estimates["persistent_a8w8"]
@@ -216,6 +219,7 @@ def test_the_scoreboard_shows_estimates_apart_from_measured_times(tmp_path):
     assert scoreboard.where_verified(everything) == {}
 
 
+@pytest.mark.slow
 def test_the_estimate_command_prints_the_estimate_and_records_it(monkeypatch, results_dir):
     monkeypatch.setenv(runner.ROW_BUDGET_ENV, "256")
     result = CliRunner().invoke(main, ["estimate", str(ESTIMATE_SAMPLES / "estimate_nonpersistent_a16w16.py"),
@@ -240,6 +244,7 @@ def test_cpu_recordings_use_two_kv_lengths_never_past_the_official_one():
     assert runner.recording_lengths(256, 8192, on_gpu=True) == [8192]
 
 
+@pytest.mark.slow
 def test_a_triton_kernel_is_recorded_with_its_grid_and_priced_as_uncalibrated():
     found = _estimate("triton_interpreted.py", [SMALL], budget=64)
     assert found.status == "pass", found.refusal

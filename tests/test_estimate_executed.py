@@ -73,7 +73,7 @@ def test_the_price_sets_executed_instructions_and_lds_bytes_against_the_bytes():
 
 
 def _kernels(fits: executed.Executed) -> Gfx950Kernels:
-    kernels = Gfx950Kernels(lambda name: [])  # no AOT_SPECS entry: no static count either
+    kernels = Gfx950Kernels(lambda names: [])  # no AOT_SPECS entry: no static count either
     kernels.executed = fits
     return kernels
 

@@ -1,10 +1,15 @@
 """Issue 29: a file that picks its path by platform is priced on the path it would take on the MI355X (201),
 or says that this machine cannot show it (200)."""
+import pytest
+
 from harness import platform as platforms, submission as subs
 from harness.compile import aot
 from harness.estimate import calibration as calib
 from harness.estimate import executed, kernel_model, mi355x_path, runner
 from harness.run import persona
+
+# One xdist group with test_kernel_model: both read conftest's estimate_201_small, made once per worker.
+pytestmark = pytest.mark.xdist_group("kernel_model")
 
 SHAPES = [(4, 8192), (256, 8192)]
 
@@ -43,9 +48,9 @@ def test_a_file_without_201s_convention_says_this_machine_cannot_show_its_path()
     assert "cannot show the MI355X path" in warning and "prices the path taken here" in warning
 
 
-def test_estimate_201_on_the_cpu_names_only_gfx950_kernels():
-    small = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}
-    result = runner.run(subs.resolve("201"), platforms.detect("cpu"), specs=[small], budget=64)
+@pytest.mark.slow
+def test_estimate_201_on_the_cpu_names_only_gfx950_kernels(estimate_201_small):
+    result = estimate_201_small
     assert result.status == "pass", result.refusal
     triton = [p for p in result.shapes[0].estimate.priced if p.launch.kind == "triton"]
     assert [p.launch.name for p in triton] == ["mla_fp8_kernel grid (8, 4) [gfx950 plan]",
@@ -65,6 +70,7 @@ def test_estimate_201_on_the_cpu_names_only_gfx950_kernels():
     assert sum(kernel_model.EXECUTED in line["basis"] for line in lines) == 2
 
 
+@pytest.mark.slow
 def test_without_the_emulator_201_keeps_its_static_count_and_says_why(monkeypatch):
     monkeypatch.setenv(executed.SWITCH_ENV, "0")
     small = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}

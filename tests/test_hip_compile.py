@@ -63,6 +63,7 @@ def test_corpus_has_at_least_15_samples_each_with_a_verdict():
     assert len(files) >= 15 and files == {name for name, _, _ in rows}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, target, verdict", expected_rows())
 def test_sample_verdict(reports, name, target, verdict):
     report = reports[(name, target)]
@@ -79,6 +80,7 @@ def test_sample_verdict(reports, name, target, verdict):
         assert lines.get(kernel) == marker_line(path, f"EXPECT-KERNEL {kernel}"), lines
 
 
+@pytest.mark.slow
 def test_013_and_120_compile_for_gfx950(reports):
     for name in (SUB_013.name, SUB_120.name):
         report = reports[(name, "gfx950")]
@@ -92,12 +94,14 @@ def test_013_and_120_compile_for_gfx950(reports):
     assert main_120.min_mfma_wait is not None and main_120.min_mfma_wait >= 8  # was 3 with the inline asm
 
 
+@pytest.mark.slow
 def test_lds_overflow_and_spills_say_what(reports):
     assert "163840" in reports[("lds_overflow.py", "gfx950")].summary
     spilling = reports[("spills.py", "gfx950")].kernels[0]
     assert spilling.spills > 0 and spilling.stack_bytes > 0
 
 
+@pytest.mark.slow
 def test_inline_asm_mfma_is_a_finding_and_leaves_fewer_wait_states_than_the_builtin(reports):
     asm, builtin = reports[("inline_asm_mfma.py", "gfx950")], reports[("builtin_mfma.py", "gfx950")]
     assert [f.line for f in asm.findings if f.rule == hip_hazards.RULE] == \
@@ -106,6 +110,7 @@ def test_inline_asm_mfma_is_a_finding_and_leaves_fewer_wait_states_than_the_buil
     assert asm.kernels[0].min_mfma_wait < builtin.kernels[0].min_mfma_wait
 
 
+@pytest.mark.slow
 def test_second_compile_of_a_file_takes_under_5_seconds(reports):
     started = time.monotonic()
     report = hip_compile.compile_file(SUB_120, "gfx950")
@@ -198,6 +203,7 @@ def test_torch_types_brings_hip_bfloat16_in_through_thrust_complex_as_on_the_run
     assert any(path.endswith("hip/hip_bfloat16.h") for path in included[thrust:]), included[thrust:thrust + 5]
 
 
+@pytest.mark.slow
 def test_the_report_names_the_hip_header_version(reports, toolchain):
     version = toolchain.hip_version  # the runtime headers a compile sees first: 7.1 with triton 3.9 installed
     assert re.fullmatch(r"\d+\.\d+\.\d+", version)

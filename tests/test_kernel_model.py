@@ -124,9 +124,9 @@ def test_every_kernel_model_figure_names_its_source():
     assert costs.clock_hz == 2.4e9 and costs.valu_cycles == 4 and costs.mfma_cycles["v_mfma_f32_16x16x128_f8f6f4"] == 32
 
 
-def test_estimate_of_201_prices_its_triton_kernel_with_the_gfx950_compile():
-    small = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}
-    result = runner.run(subs.resolve("201"), platforms.detect("cpu"), specs=[small], budget=64)
+@pytest.mark.slow
+def test_estimate_of_201_prices_its_triton_kernel_with_the_gfx950_compile(estimate_201_small):
+    result = estimate_201_small
     assert result.status == "pass", result.refusal
     modelled = [p for p in result.shapes[0].estimate.priced if p.launch.kernel == "mla_fp8_kernel"]
     assert modelled and all(not p.calibrated for p in modelled)
@@ -150,7 +150,7 @@ def test_estimate_of_201_prices_its_triton_kernel_with_the_gfx950_compile():
 def test_a_kernel_without_a_gfx950_compile_keeps_its_byte_price_and_says_why(tmp_path):
     module = aot.load_module(SUBMISSION_201)  # a trusted file: compiled in this process
     kernels = gfx950_kernels.Gfx950Kernels(
-        lambda name: aot.compile_module(module, "gfx950", only=[name], preferred=True))
+        lambda names: aot.compile_module(module, "gfx950", only=names, preferred=True))
     assert kernels.get("mla_fp8_gluon_kernel") is None
     assert "no AOT_SPECS entry" in kernels.why_not("mla_fp8_gluon_kernel")
     model, _ = fit.calibrated_model()
@@ -168,6 +168,22 @@ def test_a_kernel_without_a_gfx950_compile_keeps_its_byte_price_and_says_why(tmp
                                                                   priced=[priced, modelled]))
     (warning,) = runner._kernel_model_warnings([shape], platforms.detect())
     assert "prices mla_fp8_kernel from gfx950 compiles" in warning
+
+
+def test_the_kernels_a_plan_names_are_compiled_in_one_call_and_each_kernel_once():
+    asked = []
+
+    def reports(names):
+        asked.append(list(names))
+        return [aot.KernelReport(kernel=name, label="", target="gfx950", skipped=True) for name in names
+                if name != "other"]
+
+    kernels = gfx950_kernels.Gfx950Kernels(reports)
+    kernels.prefetch(["split", "merge", "split"])
+    assert kernels.get("merge") is None and kernels.get("other") is None
+    assert asked == [["split", "merge"], ["other"]]  # one worker for the plan's two, one for the late one
+    assert "no AOT_SPECS entry" in kernels.why_not("split")
+    assert "not a @triton.jit kernel" in kernels.why_not("other")  # no report came back for it
 
 
 def test_the_hip_compile_report_carries_the_main_loop_of_120():

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.results import ledger
 
 REPO = Path(__file__).resolve().parent.parent
@@ -112,6 +114,7 @@ def test_kill_9_during_a_write_leaves_a_torn_line_that_the_next_run_steps_over(t
     assert any(issubclass(w.category, ledger.TornLineWarning) for w in caught)
 
 
+@pytest.mark.slow
 def test_two_harness_runs_at_once_and_heavy_concurrent_appends(tmp_path):
     path = tmp_path / "ledger.jsonl"
     cases = tmp_path / "one.yml"

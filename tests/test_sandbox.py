@@ -112,6 +112,7 @@ def assert_nothing_changed(run: dict) -> None:
     assert not [pid for pid in procs.table() if GRANDCHILD_MARK in procs.command_line(pid)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protection", ["sandbox", "files"])
 def test_every_hostile_sample_fails_with_its_reason(runs, protection):
     if protection not in runs:
@@ -121,6 +122,7 @@ def test_every_hostile_sample_fails_with_its_reason(runs, protection):
     assert len(hostile) == len(list(HOSTILE.glob("*.py"))) and {r["status"] for r in hostile} <= {"fail", "error"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protection", ["sandbox", "files"])
 def test_nothing_changed_on_disk_no_process_is_left_and_a_wrong_shape_still_fails(runs, protection):
     if protection not in runs:

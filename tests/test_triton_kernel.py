@@ -37,6 +37,7 @@ def interpreted():
     return run_interpreted(INTERPRETED_CHECKS, timeout=900)
 
 
+@pytest.mark.slow
 def test_matches_exact_mxfp4_math(interpreted):
     assert len(interpreted["exact"]) == 3
     for case in interpreted["exact"]:
@@ -46,12 +47,14 @@ def test_matches_exact_mxfp4_math(interpreted):
         assert case["max_err"] < 4e-3 + 8e-3 * case["max_ref"], case
 
 
+@pytest.mark.slow
 def test_custom_kernel_passes_the_official_check(interpreted):
     assert len(interpreted["official"]) == 2
     for case in interpreted["official"]:
         assert case["ok"], case
 
 
+@pytest.mark.slow
 def test_uneven_lengths_and_empty_slices(interpreted):
     uneven = interpreted["uneven"]
     assert uneven["finite"] and uneven["finite_bf16"]
@@ -59,6 +62,7 @@ def test_uneven_lengths_and_empty_slices(interpreted):
     assert uneven["ok"], uneven["message"]
 
 
+@pytest.mark.slow
 def test_scale_padding_and_row_stride_do_not_change_the_output(interpreted):
     layout = interpreted["layout"]
     assert layout["shape"] == [256, 24] and layout["stride"] == 24  # aiter's layout was in use
@@ -66,20 +70,24 @@ def test_scale_padding_and_row_stride_do_not_change_the_output(interpreted):
     assert layout["equal"] == {"poisoned": [True, True], "compact": [True, True]}
 
 
+@pytest.mark.slow
 def test_split_counts_agree(interpreted):
     assert interpreted["splits_agree"] < 1e-2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["fp8", "fp8_reuse", "bf16"])
 def test_fp8_and_bf16_paths_pass_the_official_check(interpreted, path):
     result = interpreted["paths"][path]
     assert result["ok"] and result["message"].startswith("Maximum error"), result  # no 4-bit rounding here
 
 
+@pytest.mark.slow
 def test_scaled_dot_scores_match_the_decoded_path(interpreted):
     assert interpreted["scaled_vs_decoded"] < 1e-2
 
 
+@pytest.mark.slow
 def test_output_is_fresh_every_call(interpreted):
     assert interpreted["fresh"] == {"differ": True, "repeatable": True}
 

@@ -147,10 +147,12 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
     """Each shape recorded in one worker and priced on the file's MI355X path; (refusal, status, the path's
     warnings, the stand-in's risks): ("", "pass", ...) or (why, "fail", ...) at the first shape that fails."""
     platform = held.platform
-    # Compiled on first use in a worker of their own (no interpreter), once per kernel for the whole run.
-    kernels = Gfx950Kernels(lambda name: compiling.triton_reports(held, "gfx950", [name], preferred=True))
+    # Compiled in a worker of their own (no interpreter), once per kernel for the whole run: the plan's
+    # kernels together up front, a recorded one on first use.
+    kernels = Gfx950Kernels(lambda names: compiling.triton_reports(held, "gfx950", names, preferred=True))
     sizes = [[int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])] for shape in shapes]
     path = mi355x_path.read(held.submission.path, platform.arch == "gfx950", lambda: _rocm_plan(held, sizes))
+    kernels.prefetch(launch.kernel for batch, kv in sizes for launch in path.launches([], batch, kv))
     kernels.executed = _executed_counts(held, path, progress)
     risks: set = set()
     with held.start_worker("estimate", interprets_triton(held.submission, platform)) as worker:
