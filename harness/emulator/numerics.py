@@ -125,7 +125,11 @@ def fma_f64(a, b, c) -> np.ndarray:
     out = np.empty(a.shape, np.float64)
     for at, (x, y, z) in enumerate(zip(a.ravel(), b.ravel(), c.ravel())):
         if np.isfinite(x) and np.isfinite(y) and np.isfinite(z):
-            out.flat[at] = float(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)))
+            exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+            try:
+                out.flat[at] = float(exact)
+            except OverflowError:  # past the largest double: nearest-even rounds to inf
+                out.flat[at] = np.inf if exact > 0 else -np.inf
         else:
             out.flat[at] = x * y + z
     return out
