@@ -56,7 +56,10 @@ def med3(a, b, c):
 
 
 def fmed3(a, b, c):
-    return np.fmax(np.fmin(a, b), np.fmin(np.fmax(a, b), c))
+    """AMD's v_med3_f32: a NaN among the sources makes it v_min3 (where a NaN loses)."""
+    median = np.fmax(np.fmin(a, b), np.fmin(np.fmax(a, b), c))
+    nan = np.isnan(a) | np.isnan(b) | np.isnan(c)
+    return np.where(nan, np.fmin(np.fmin(a, b), c), median)
 
 
 def mul_hi(a, b, signed):
