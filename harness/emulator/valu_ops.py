@@ -114,6 +114,18 @@ def exact32(fn):
     return run
 
 
+def sin_turns(x):
+    """sin(2*pi*x) with x first reduced exactly (float64) to within a quarter turn, so whole,
+    half and quarter turns give exact 0 and +-1, as the hardware's reduction in turns does."""
+    turn = x - np.rint(x)
+    turn = np.where(turn > 0.25, 0.5 - turn, np.where(turn < -0.25, -0.5 - turn, turn))
+    return np.where(x == 0, x, np.sin(2 * np.pi * turn))
+
+
+def cos_turns(x):
+    return sin_turns(x - np.rint(x) + 0.25)
+
+
 def ldexp32(x, e):
     """Exact in float64, rounded once; C's ldexp gives inf or 0 for any huge int32 exponent."""
     return np.ldexp(np.asarray(x, np.float64), np.asarray(e).astype(np.int32, copy=False)).astype(np.float32)
@@ -174,8 +186,7 @@ OPS = {
     "exp_f32": (F, [F], exact32(np.exp2)), "log_f32": (F, [F], exact32(np.log2)),
     "rcp_f32": (F, [F], exact32(lambda x: 1.0 / x)), "rcp_iflag_f32": (F, [F], exact32(lambda x: 1.0 / x)),
     "rsq_f32": (F, [F], exact32(lambda x: 1.0 / np.sqrt(x))), "sqrt_f32": (F, [F], exact32(np.sqrt)),
-    "sin_f32": (F, [F], exact32(lambda x: np.sin(2 * np.pi * x))),
-    "cos_f32": (F, [F], exact32(lambda x: np.cos(2 * np.pi * x))),
+    "sin_f32": (F, [F], exact32(sin_turns)), "cos_f32": (F, [F], exact32(cos_turns)),
     "frexp_mant_f32": (F, [F], frexp_mant), "frexp_exp_i32_f32": (I, [F], frexp_exp),
     "bfrev_b32": (B, [B], lambda a: bit_reverse(a)),
     "ffbh_u32": (UU, [UU], clz), "ffbl_b32": (UU, [UU], ctz), "ffbh_i32": (UU, [UU], ffbh_i32),
