@@ -55,11 +55,27 @@ def med3(a, b, c):
     return np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
 
 
+def vmin(a, b):
+    """v_min_f*: a NaN loses and -0 is below +0 (np.fmin may return either zero)."""
+    low = np.fmin(a, b)
+    if low.all():  # no zero result, no sign to settle
+        return low
+    return np.where((a == 0) & (b == 0), np.where(np.signbit(a), a, b), low)
+
+
+def vmax(a, b):
+    """v_max_f*: a NaN loses and +0 is above -0."""
+    high = np.fmax(a, b)
+    if high.all():
+        return high
+    return np.where((a == 0) & (b == 0), np.where(np.signbit(a), b, a), high)
+
+
 def fmed3(a, b, c):
     """AMD's v_med3_f32: a NaN among the sources makes it v_min3 (where a NaN loses)."""
-    median = np.fmax(np.fmin(a, b), np.fmin(np.fmax(a, b), c))
+    median = vmax(vmin(a, b), vmin(vmax(a, b), c))
     nan = np.isnan(a) | np.isnan(b) | np.isnan(c)
-    return np.where(nan, np.fmin(np.fmin(a, b), c), median)
+    return np.where(nan, vmin(vmin(a, b), c), median)
 
 
 def mul_hi(a, b, signed):
@@ -146,12 +162,12 @@ OPS = {
     # VOP2 / VOP3 fp32
     "add_f32": (F, [F, F], np.add), "sub_f32": (F, [F, F], np.subtract),
     "subrev_f32": (F, [F, F], lambda a, b: b - a), "mul_f32": (F, [F, F], np.multiply),
-    "min_f32": (F, [F, F], np.fmin), "max_f32": (F, [F, F], np.fmax),
+    "min_f32": (F, [F, F], vmin), "max_f32": (F, [F, F], vmax),
     "fma_f32": (F, [F, F, F], fma_f32), "fmac_f32": (F, [F, F, F], fma_f32),
     "fmamk_f32": (F, [F, F, F], lambda a, k, b: fma_f32(a, k, b)),
     "fmaak_f32": (F, [F, F, F], fma_f32),
-    "min3_f32": (F, [F, F, F], lambda a, b, c: np.fmin(np.fmin(a, b), c)),
-    "max3_f32": (F, [F, F, F], lambda a, b, c: np.fmax(np.fmax(a, b), c)),
+    "min3_f32": (F, [F, F, F], lambda a, b, c: vmin(vmin(a, b), c)),
+    "max3_f32": (F, [F, F, F], lambda a, b, c: vmax(vmax(a, b), c)),
     "med3_f32": (F, [F, F, F], fmed3), "ldexp_f32": (F, [F, I], ldexp32),
     "mul_legacy_f32": (F, [F, F], lambda a, b: np.where((a == 0) | (b == 0), np.float32(0), a * b)),
     # fp32 unary
@@ -238,7 +254,7 @@ OPS = {
     "mov_b64": ("b64", ["b64"], lambda a: a),
     "add_f64": ("f64", ["f64", "f64"], np.add), "mul_f64": ("f64", ["f64", "f64"], np.multiply),
     "fma_f64": ("f64", ["f64", "f64", "f64"], fma_f64),
-    "min_f64": ("f64", ["f64", "f64"], np.fmin), "max_f64": ("f64", ["f64", "f64"], np.fmax),
+    "min_f64": ("f64", ["f64", "f64"], vmin), "max_f64": ("f64", ["f64", "f64"], vmax),
     "rcp_f64": ("f64", ["f64"], lambda a: 1.0 / a), "sqrt_f64": ("f64", ["f64"], np.sqrt),
     "rsq_f64": ("f64", ["f64"], lambda a: 1.0 / np.sqrt(a)),
     "ldexp_f64": ("f64", ["f64", I], lambda a, e: np.ldexp(a, np.clip(e, -3000, 3000))),
@@ -248,7 +264,7 @@ OPS = {
     "add_f16": ("f16", ["f16", "f16"], np.add), "sub_f16": ("f16", ["f16", "f16"], np.subtract),
     "subrev_f16": ("f16", ["f16", "f16"], lambda a, b: b - a),
     "mul_f16": ("f16", ["f16", "f16"], np.multiply),
-    "max_f16": ("f16", ["f16", "f16"], np.fmax), "min_f16": ("f16", ["f16", "f16"], np.fmin),
+    "max_f16": ("f16", ["f16", "f16"], vmax), "min_f16": ("f16", ["f16", "f16"], vmin),
     "fma_f16": ("f16", ["f16", "f16", "f16"], lambda a, b, c: fma16(a, b, c)),
     "exp_f16": ("f16", ["f16"], lambda a: np.exp2(a.astype(np.float64)).astype(np.float16)),
     "rcp_f16": ("f16", ["f16"], lambda a: (1.0 / a.astype(np.float64)).astype(np.float16)),
