@@ -105,10 +105,12 @@ class Jail:
     def wrap(self, argv: list[str], env: dict) -> tuple[list[str], dict, Path]:
         env = dict(env)
         folders = {"HOME": "home", "TMPDIR": "tmp", "TRITON_CACHE_DIR": "triton", "TORCH_EXTENSIONS_DIR":
-                   "torch_extensions", "XDG_CACHE_HOME": "cache", "PYTHONPYCACHEPREFIX": "pycache"}
+                   "torch_extensions", "XDG_CACHE_HOME": "cache"}
         for name, folder in folders.items():
             (self.scratch / folder).mkdir(exist_ok=True)
             env[name] = str(self.scratch / folder)
+        # No bytecode written anywhere; an empty pycache prefix would re-compile torch in every child (~4 s of CPU)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.setdefault("PYTHONUSERBASE", site.getuserbase())  # packages installed with --user stay importable
         work = self.scratch / "work"
         work.mkdir(exist_ok=True)
