@@ -185,7 +185,10 @@ def output_modifiers(modifiers: dict, kind: str):
 
     def apply(value):
         value = np.asarray(value).astype(dtype) * dtype(factor)
-        return np.clip(value, dtype(0), dtype(1)) if clamp else value
+        if not clamp:
+            return value
+        # DX10_CLAMP (on for compute kernels): clamp takes NaN to 0
+        return np.where(np.isnan(value), dtype(0), np.clip(value, dtype(0), dtype(1)))
     return apply
 
 
