@@ -170,6 +170,20 @@ def test_bwraps_command_is_read_only_but_for_scratch_and_the_gpu_nodes(tmp_path,
     assert bwrap.returncode(128 + 11) == -11 and bwrap.returncode(3) == 3
 
 
+@pytest.mark.parametrize("kind", ["sandbox", "files"])
+def test_the_child_reads_the_installed_bytecode_and_writes_none(tmp_path, kind):
+    """An empty bytecode folder per run made every child compile torch again (~4 s of CPU each, issue 37)."""
+    if kind == "sandbox" and NO_SANDBOX:
+        pytest.skip(f"no sandbox on this machine: {NO_SANDBOX}")
+    jail = guard.Jail(kind, tmp_path)
+    program = "import json, sys; print(sys.pycache_prefix, sys.dont_write_bytecode, json.__cached__)"
+    argv, env, cwd = jail.wrap([sys.executable, "-c", program], dict(os.environ))
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+    prefix, no_writes, cached = done.stdout.split()
+    assert (prefix, no_writes) == ("None", "True"), done.stdout + done.stderr
+    assert Path(cached).is_file() and str(tmp_path) not in cached  # the installed .pyc, not one in the scratch
+
+
 @pytest.mark.skipif(bool(NO_SANDBOX), reason=f"no sandbox on this machine: {NO_SANDBOX}")
 def test_inside_bwrap_only_scratch_is_writable_there_is_no_network_and_nothing_outlives_it(tmp_path):
     """Without the harness's own hooks: the sandbox itself refuses the write and the connection, and its PID
