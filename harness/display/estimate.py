@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.display import short_spec
-from harness.fitted_table import FitColumn, fit, print_fitted
+from harness.fitted_table import FitColumn, fit
 from harness.results.figures import format_model_band, format_model_us
 
 
@@ -40,16 +40,35 @@ BREAKDOWN_TITLE = ("breakdown: what each call launches, µs (count × each = tot
                    "benchmark estimate)")
 
 
+def basis_markers(shapes: list) -> dict:
+    """Each distinct basis of the breakdown -> its footnote marker ('[1]', '[2]', ...), in the order met: a row
+    shows the marker, the sentence (some of 300-600 characters) is printed once below the tables."""
+    markers: dict = {}
+    for shape in shapes:
+        for priced in shape.estimate.priced:
+            markers.setdefault(priced.basis, f"[{len(markers) + 1}]")
+    return markers
+
+
 def breakdown_rows(shapes: list) -> list[list[str]]:
-    """[kind, what, one cell per shape, basis] per launch, then the total row (the benchmark estimate)."""
+    """[kind, what, one cell per shape, its bases' markers] per launch, then the total row (the benchmark
+    estimate)."""
+    markers = basis_markers(shapes)
     rows: dict = {}
     for index, shape in enumerate(shapes):
         for priced in shape.estimate.priced:
             key = (priced.launch.kind, priced.launch.name)
-            row = rows.setdefault(key, [key[0], escape(key[1])] + [""] * len(shapes) + [escape(priced.basis)])
+            row = rows.setdefault(key, [key[0], escape(key[1])] + [""] * len(shapes) + [[]])
             row[2 + index] = priced_cell(priced)
+            if markers[priced.basis] not in row[-1]:  # a launch priced on other grounds at another shape
+                row[-1].append(markers[priced.basis])
     total = ["total", "benchmark estimate"] + [format_model_us(shape.estimate.us) for shape in shapes] + [""]
-    return list(rows.values()) + [total]
+    return [row[:-1] + [escape(" ".join(row[-1]))] for row in rows.values()] + [total]
+
+
+def basis_lines(shapes: list) -> list[str]:
+    """'[1] fixed (facts)': each basis once, under its marker."""
+    return [f"{marker} {basis}" for basis, marker in basis_markers(shapes).items()]
 
 
 def shapes_per_table(room: list[int], width: int) -> int:
@@ -69,13 +88,13 @@ def estimate_breakdown(result, width: int = 10_000) -> list[tuple[Table, list[st
     rows = breakdown_rows(shapes)
     headers = [f"{shape.spec['batchsize']}×{shape.spec['kvseqlen']}" for shape in shapes]
     room = [max(len(cell) for cell in [headers[i]] + [row[2 + i] for row in rows]) + 3 for i in range(len(shapes))]
-    per_table = shapes_per_table(room, width)
+    per_table = shapes_per_table(room, width - max(len(row[-1]) for row in rows) - 3)  # the markers' column
     tables = []
     for first in range(0, len(shapes), per_table):
         chosen = range(first, min(first + per_table, len(shapes)))
         columns = ([FitColumn("kind", room=6), FitColumn("what", room=20)]
                    + [FitColumn(headers[i], figure=True, justify="right") for i in chosen]
-                   + [FitColumn("basis", below=0)])
+                   + [FitColumn("basis", figure=True)])
         cut = [row[:2] + [row[2 + i] for i in chosen] + row[-1:] for row in rows]
         tables.append(fit(width, columns, cut, key=1, title=BREAKDOWN_TITLE if first == 0 else None))
     return tables
@@ -86,10 +105,10 @@ def print_estimate(console, result) -> None:
         console.print(escape(f"{result.submission.label}: no MI355X estimate: {result.refusal}"), highlight=False)
         return
     console.print(estimate_table(result))
-    tables = estimate_breakdown(result, console.width)
-    for table, _ in tables[:-1]:
+    for table, _ in estimate_breakdown(result, console.width):
         console.print(table)
-    print_fitted(console, *tables[-1])  # the basis lines, once: each table has the same rows
+    for line in basis_lines([shape for shape in result.shapes if shape.estimate is not None]):
+        console.print(escape(line), highlight=False)  # each basis once, under the marker its rows show
     figures = result.geomeans()
     lowest, highest = result.model.errors
     console.print(escape(
@@ -99,12 +118,12 @@ def print_estimate(console, result) -> None:
         f"(band {format_model_band(figures['ranked_low_us'], figures['ranked_high_us'])}). A model's estimate, not a "
         f"measurement: the band covers the leave-one-out errors of its calibration figures ({lowest:+.1%} to "
         f"{highest:+.1%}), widened by what has no figure."), highlight=False)
-    widened: dict = {}
-    for shape in (s for s in result.shapes if s.estimate):
-        for priced in (p for p in shape.estimate.priced if not p.calibrated):
-            widened.setdefault(priced.basis, set()).add(priced.launch.name)
-    for basis, names in sorted(widened.items()):
-        console.print(escape(f"widened by {', '.join(sorted(names))}: {basis}"), highlight=False)
+    estimated = [s for s in result.shapes if s.estimate]
+    markers, widened = basis_markers(estimated), {}
+    for priced in (p for shape in estimated for p in shape.estimate.priced if not p.calibrated):
+        widened.setdefault(markers[priced.basis], set()).add(priced.launch.name)
+    for marker, names in sorted(widened.items(), key=lambda item: int(item[0].strip("[]"))):
+        console.print(escape(f"widened by {', '.join(sorted(names))}: basis {marker} above"), highlight=False)
     for warning in result.warnings:
         console.print(escape(f"warning: {warning}"), highlight=False)
 
