@@ -147,7 +147,8 @@ def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
     elif "hip" in needs:
         archs = "/".join(sorted(submission.hip_archs)) or "a ROCm GPU"
         if platform.backend != "rocm":
-            return False, f"needs ROCm: HIP source compiled with load_inline for {archs}; {here}"
+            why = f"needs ROCm: HIP source compiled with load_inline for {archs}; {here}"
+            return False, f"{why}; {hip_elsewhere(submission)}"
         if submission.hip_archs and platform.arch not in submission.hip_archs:
             return False, f"needs a ROCm GPU of arch {archs} for its HIP source; {here}"
     if "triton" in needs and platform.versions.get("triton") is None:
@@ -164,6 +165,16 @@ def can_run(submission: Submission, platform: Platform) -> tuple[bool, str]:
         notes.append("Triton kernels run through the interpreter (TRITON_INTERPRET=1; its fp8 rounding and bf16 "
                      "dots mended)")
     return True, "; ".join(notes)
+
+
+def hip_elsewhere(submission: Submission) -> str:
+    """Where else its HIP could run: the gfx950 emulator, if built for gfx950 and the toolchain is here."""
+    if submission.hip_archs and "gfx950" not in submission.hip_archs:
+        return "the gfx950 emulator runs only gfx950 code"
+    missing = emulator_missing()
+    if missing:
+        return f"the gfx950 emulator would run it, but its toolchain is missing: {missing}"
+    return "--device gfx950 runs it on the gfx950 emulator (correctness only)"
 
 
 def standin_serves_aiter(submission: Submission, platform: Platform) -> bool:

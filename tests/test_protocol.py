@@ -173,8 +173,8 @@ def test_triton_submissions_run_through_the_interpreter_on_a_cpu(tmp_path):
 def test_a_submission_this_machine_cannot_run_is_skipped_with_the_reason(tmp_path):
     run = evaluate("hip_inline.py", "benchmark", [TINY, TINY_2], tmp_path)
     assert run.status == "skip" and not run.failed
-    assert run.reason == ("needs ROCm: HIP source compiled with load_inline for gfx950; "
-                          "this machine is cpu (x86_64)")
+    assert run.reason.startswith("needs ROCm: HIP source compiled with load_inline for gfx950; "
+                                 "this machine is cpu (x86_64); ")
     assert [r.status for r in run.results] == ["skip", "skip"]
     assert list(tmp_path.iterdir()) == []  # no worker was started
 

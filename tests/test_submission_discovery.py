@@ -1,4 +1,5 @@
 """submission.py and platform.py: finding files, reading what they need, and why a machine cannot run one."""
+import dataclasses
 import hashlib
 import os
 import subprocess
@@ -178,11 +179,26 @@ def test_resolve_errors_are_one_clear_line(tmp_path, monkeypatch, arg, message):
 
 def test_skip_reason_names_what_is_missing_and_what_this_machine_is():
     hip = subs.from_path(SAMPLES / "hip_inline.py")
-    assert platforms.can_run(hip, H200) == (
-        False, "needs ROCm: HIP source compiled with load_inline for gfx950; this machine is NVIDIA H200 (sm_90)")
+    ok, reason = platforms.can_run(hip, H200)
+    assert not ok and reason.startswith(
+        "needs ROCm: HIP source compiled with load_inline for gfx950; this machine is NVIDIA H200 (sm_90); ")
     ok, reason = platforms.can_run(hip, MI300X_NO_AITER)
     assert not ok and "gfx950" in reason and "AMD Instinct MI300X (gfx942)" in reason
     assert platforms.can_run(hip, MI355X) == (True, "")
+
+
+def test_a_hip_skip_off_rocm_says_what_would_run_it(monkeypatch):
+    """The emulator is the way off ROCm: the reason names its option, or the toolchain it lacks."""
+    hip = subs.from_path(SAMPLES / "hip_inline.py")
+    monkeypatch.setattr(platforms, "emulator_missing", lambda: None)
+    assert platforms.can_run(hip, H200)[1].endswith(
+        "; --device gfx950 runs it on the gfx950 emulator (correctness only)")
+    lacking = "clang-22/lld-22/llvm-22 not found: run `make setup`"
+    monkeypatch.setattr(platforms, "emulator_missing", lambda: lacking)
+    reason = platforms.can_run(hip, H200)[1]
+    assert reason.endswith(f"; the gfx950 emulator would run it, but its toolchain is missing: {lacking}")
+    gfx942_only = dataclasses.replace(hip, hip_archs=frozenset({"gfx942"}))
+    assert platforms.can_run(gfx942_only, H200)[1].endswith("the gfx950 emulator runs only gfx950 code")
 
 
 def test_aiter_runs_everywhere_on_the_standin_where_aiter_is_missing():
