@@ -11,7 +11,7 @@ write-back costs. Medians of --reps calls, rotated over variants and flushes.
 Variant keys are 201's mla_decode options; splitsx:N / splitsd:N multiply / divide the default split count
 of each shape. --warm: one checked call per shape and variant, no timing (fills Triton's cache; run one
 process per variant in parallel). --ncu: one dirty and one clean call per shape of the first variant, for
-Nsight Compute's DRAM byte counters (bench/device_issue31.sh). Writes OUT/flush_probe.json.
+Nsight Compute's DRAM byte counters (`git show 66ad16a:bench/device_issue31.sh`). Writes OUT/flush_probe.json.
 
 --flushes dirty,clean,codewarm (2026-12-02): "codewarm" is the dirty flush and its sleep, then, before the
 start event, one untimed call of the same compiled variant on a small input of its own (batch min(batch, 4),

@@ -1,4 +1,4 @@
-"""Drives one shape of 201 for Nsight Compute (bench/device_ncu.sh): a few calls of mla_decode, the last one profiled.
+"""Drives one shape of 201 for Nsight Compute (`git show 66ad16a:bench/device_ncu.sh`): a few calls of mla_decode, the last one profiled.
 
     python bench/tools/ncu_201.py BATCHxKV [key:value,...]
 """

@@ -2,9 +2,10 @@
 
     python bench/tools/smoke_201.py NAME [key:value,...]
 
-An illegal memory access kills the CUDA context of the process that made it, so bench/device_201.sh runs
-every variant through this first (in parallel, each alone) and times only those that pass. (4, 1024) takes
-the split + merge path, (256, 1024) the one-split path, (3, 257) partial tiles. It also warms Triton's on-disk cache.
+An illegal memory access kills the CUDA context of the process that made it, so a variant sweep
+(`git show 66ad16a:bench/device_201.sh`) ran every variant through this first (in parallel, each alone)
+and timed only those that passed. (4, 1024) takes the split + merge path, (256, 1024) the one-split path,
+(3, 257) partial tiles. It also warms Triton's on-disk cache.
 """
 import importlib.util
 import json
