@@ -226,16 +226,17 @@ def prebuild_hip(submission: Submission, say=_say_nothing) -> None:
 
     from harness.emulator.hip_runtime import prebuild
 
-    if not hip_builds_missing(submission):
-        return
-    say(f"building {submission.label}'s HIP sources for gfx950 (first run compiles; cached after) ...")
+    building = hip_builds_missing(submission)  # cached: prebuild only checks, and nothing is said
+    if building:
+        say(f"building {submission.label}'s HIP sources for gfx950 (first run compiles; cached after) ...")
     started = time.monotonic()
     try:
         failed = prebuild.prebuild(submission.path)
     except Exception as error:  # noqa: BLE001 - the child builds (or fails) on its own, as the submission's fault
         failed = [str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__]
-    verdict = f"failed ({failed[0][:200]}); the run reports it" if failed else "done"
-    say(f"{submission.label}'s HIP build {verdict} in {time.monotonic() - started:.0f} s")
+    if building:
+        verdict = f"failed ({failed[0][:200]}); the run reports it" if failed else "done"
+        say(f"{submission.label}'s HIP build {verdict} in {time.monotonic() - started:.0f} s")
 
 
 def hip_builds_missing(submission: Submission) -> bool:
