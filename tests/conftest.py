@@ -64,6 +64,8 @@ def pytest_runtest_logreport(report):
 
 def pytest_terminal_summary(terminalreporter, config):
     """Tests over SLOW_S without the slow mark: make test-fast still runs them (issue 37)."""
+    if hasattr(config, "workerinput"):  # an xdist worker saw only its share: the controller writes
+        return
     over = suite_time.unmarked_slow(MEASURED, MARKED_SLOW)
     if over:
         terminalreporter.write_line(f"{len(over)} test(s) over {suite_time.SLOW_S:g} s not marked slow:", yellow=True)

@@ -94,6 +94,15 @@ def test_013_and_120_compile_for_gfx950(reports):
     assert main_120.min_mfma_wait is not None and main_120.min_mfma_wait >= 8  # was 3 with the inline asm
 
 
+
+@pytest.mark.slow
+def test_the_compile_report_carries_the_main_loop_of_120(reports):
+    """The HIP compile reads the kernel model's loop figures (harness/compile/loops.py) from llvm-objdump."""
+    main = next(k for k in reports[(SUB_120.name, "gfx950")].kernels if k.kernel == "mla_fp8_mfma_kernel")
+    assert main.loop is not None and main.loop.valu > 0 and main.loop.load_bytes_per_lane > 0
+    assert set(main.loop.matrix) <= set(main.matrix_instructions) and "v_mfma_f32_16x16x128_f8f6f4" in main.loop.matrix
+    assert sum(main.loop.matrix.values()) <= main.mfma_count
+
 @pytest.mark.slow
 def test_lds_overflow_and_spills_say_what(reports):
     assert "163840" in reports[("lds_overflow.py", "gfx950")].summary

@@ -2,7 +2,6 @@
 arithmetic on a hand-computed example, and `harness estimate` of 201 pricing mla_fp8_kernel with its gfx950 compile."""
 import dataclasses
 import json
-import os
 
 import pytest
 from rich.console import Console
@@ -184,21 +183,3 @@ def test_the_kernels_a_plan_names_are_compiled_in_one_call_and_each_kernel_once(
     assert asked == [["split", "merge"], ["other"]]  # one worker for the plan's two, one for the late one
     assert "no AOT_SPECS entry" in kernels.why_not("split")
     assert "not a @triton.jit kernel" in kernels.why_not("other")  # no report came back for it
-
-
-def test_the_hip_compile_report_carries_the_main_loop_of_120():
-    """The HIP compile reads the same loop figures from llvm-objdump (the precompiled header is cached by then)."""
-    from harness.compile.hip import compile as hip_compile
-    from harness.compile.hip import toolchain as hip_toolchain
-
-    try:
-        hip_toolchain.find()
-    except hip_toolchain.ToolchainMissing as error:
-        if os.environ.get("HARNESS_ALLOW_NO_HIP") == "1":
-            pytest.skip(f"HARNESS_ALLOW_NO_HIP=1: {error}")
-        raise
-    report = hip_compile.compile_file(subs.resolve("120").path, "gfx950")
-    main = next(k for k in report.kernels if k.kernel == "mla_fp8_mfma_kernel")
-    assert main.loop is not None and main.loop.valu > 0 and main.loop.load_bytes_per_lane > 0
-    assert set(main.loop.matrix) <= set(main.matrix_instructions) and "v_mfma_f32_16x16x128_f8f6f4" in main.loop.matrix
-    assert sum(main.loop.matrix.values()) <= main.mfma_count

@@ -1,4 +1,5 @@
-"""The Makefile's own targets: what they print and the exit code a user sees (make's is 2 for any failed step)."""
+"""The Makefile's own targets: what they print and the exit code a user sees (make's is 2 for any failed step);
+what keeps `make test` and `make test-fast` short (tests/suite_time.py)."""
 import os
 import subprocess
 import sys
@@ -46,7 +47,8 @@ def test_every_test_the_durations_file_times_over_10_s_is_marked_slow(request):
     assert seconds, f"{suite_time.DURATIONS_FILE} names no test"
     slow = request.config.stash[suite_time.SLOW_MARKS]
     unmarked = sorted(nodeid for nodeid, s in seconds.items() if s > suite_time.SLOW_S and slow.get(nodeid) is False)
-    assert not unmarked, f"over {suite_time.SLOW_S:g} s in {suite_time.DURATIONS_FILE.name}, not marked slow: {unmarked}"
+    where = f"over {suite_time.SLOW_S:g} s in {suite_time.DURATIONS_FILE.name}"
+    assert not unmarked, f"{where}, not marked slow: {unmarked}"
 
 
 class _Item:
