@@ -46,7 +46,7 @@ def test_each_basis_is_printed_once_below_the_tables_at_any_width():
         flat = " ".join(text.split())
         assert flat.count("370 VALU + 14 MFMA") == 1, (width, text)
         assert "[1] fixed (facts)" in flat and f"[2] {KERNEL_BASIS}" in flat
-        assert "widened by _attention, _merge: basis [2] above" in flat
+        assert "widened by the launches priced on bases [2] (no calibration figure)" in flat
 
 
 def test_a_breakdown_row_shows_the_marker_of_its_basis():

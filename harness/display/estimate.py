@@ -119,11 +119,11 @@ def print_estimate(console, result) -> None:
         f"measurement: the band covers the leave-one-out errors of its calibration figures ({lowest:+.1%} to "
         f"{highest:+.1%}), widened by what has no figure."), highlight=False)
     estimated = [s for s in result.shapes if s.estimate]
-    markers, widened = basis_markers(estimated), {}
-    for priced in (p for shape in estimated for p in shape.estimate.priced if not p.calibrated):
-        widened.setdefault(markers[priced.basis], set()).add(priced.launch.name)
-    for marker, names in sorted(widened.items(), key=lambda item: int(item[0].strip("[]"))):
-        console.print(escape(f"widened by {', '.join(sorted(names))}: basis {marker} above"), highlight=False)
+    markers = basis_markers(estimated)
+    loose = {markers[p.basis] for shape in estimated for p in shape.estimate.priced if not p.calibrated}
+    if loose:  # the rows name their launches: the markers say which
+        console.print(escape("widened by the launches priced on bases " + ", ".join(
+            sorted(loose, key=lambda marker: int(marker.strip("[]")))) + " (no calibration figure)"), highlight=False)
     for warning in result.warnings:
         console.print(escape(f"warning: {warning}"), highlight=False)
 
