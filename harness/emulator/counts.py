@@ -34,8 +34,8 @@ def instruction_class(mnemonic: str) -> str:
     kind = "load" if rest.startswith("load") else "store" if rest.startswith("store") else "atomic"
     if family in ("global", "flat"):
         return f"global_{kind}"
-    if family == "buffer":
-        return f"buffer_{kind}"
+    if family in ("buffer", "scratch"):
+        return f"{family}_{kind}"
     return "other"
 
 

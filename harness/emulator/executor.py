@@ -6,8 +6,8 @@ for every mnemonic the tables know), so the rows' order never matters."""
 from dataclasses import dataclass
 from typing import Callable
 
-from . import (buffer, ds, gpr_idx, matrix, salu, smem, sopp, valu, valu_forms, valu_packed,
-               vcmp, vmem)
+from . import (buffer, ds, gpr_idx, matrix, salu, scratch, smem, sopp, valu, valu_forms,
+               valu_packed, vcmp, vmem)
 from .errors import NotEmulated
 from .valu_ops import OPS
 
@@ -69,6 +69,7 @@ FAMILIES = (
     Family("global", "vmem", every, memory("global")),
     Family("flat", "vmem", every, memory("flat")),
     Family("buffer", "buffer", every, by_name(buffer.build)),
+    Family("scratch", "scratch", every, by_name(scratch.build)),
 )
 BY_ENCODING: dict[str, tuple[Family, ...]] = {}
 for row in FAMILIES:

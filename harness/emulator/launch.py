@@ -13,6 +13,7 @@ from .executor import Executors
 from .lds import LDS_BYTES, LDS
 from .memory import HostMemory
 from .operands import PRIVATE_APERTURE, SHARED_APERTURE
+from .scratch import Scratch
 from .sopp import BARRIER, END, YIELD
 from .wave import LANES, Wave
 
@@ -21,6 +22,9 @@ WAVE_QUANTUM = 4000          # wave instructions before the next wave of the wor
 WORKGROUP_SLICE = 200_000    # before another workgroup is let in beside a long-running one
 HANG_LIMIT = 3_000_000       # wave instructions with no store, barrier or wave end anywhere
 MAX_RESIDENT = 1024
+FLAT_SCRATCH = 102
+# Per lane, for a kernel with a dynamic stack (calls, recursion): HIP's default stack limit, our reading.
+DYNAMIC_STACK_BYTES = 1024
 HIDDEN_U16 = ("hidden_group_size_x", "hidden_group_size_y", "hidden_group_size_z",
               "hidden_remainder_x", "hidden_remainder_y", "hidden_remainder_z", "hidden_grid_dims")
 
@@ -38,6 +42,9 @@ class Launch:
         self.clock = 0
         self.threads = block[0] * block[1] * block[2]
         self.waves_per_group = -(-self.threads // LANES)
+        dynamic = info.metadata.get(".uses_dynamic_stack", False)
+        self.private_bytes = info.private_segment_size + DYNAMIC_STACK_BYTES * bool(dynamic)
+        self.waves_started = 0
 
 
 def hidden_arguments(info: KernelInfo, segment: np.ndarray, grid, block, dynamic_lds, queue_address):
@@ -90,6 +97,10 @@ class Workgroup:
         wave.exec_bits = int(sum(1 << lane for lane in range(LANES) if active[lane]))
         wave.memory, wave.lds, wave.bytes_moved = launch.memory, self.lds, launch.bytes_moved
         wave.clock = 0
+        # architected flat scratch: the wave's own private segment, its base in FLAT_SCRATCH
+        wave.scratch = Scratch(launch.private_bytes, f"scratch of wave {launch.waves_started}")
+        wave.set_sgpr64(FLAT_SCRATCH, wave.scratch.address)
+        launch.waves_started += 1
         return wave
 
     @property
@@ -174,8 +185,6 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
     info = code.kernels.get(name) or code.kernels.get(name.removesuffix(".kd"))
     if info is None:
         raise KeyError(f"no kernel {name} in the code object ({sorted(code.kernels)})")
-    if info.private_segment_size:
-        raise NotEmulated("scratch (private segment)", info.name)
     grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
     memory = memory if memory is not None else HostMemory()
     lds_size = info.group_segment_size + dynamic_lds

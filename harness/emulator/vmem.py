@@ -1,15 +1,17 @@
-"""Vector memory: global_*, flat_* (global or the LDS aperture), buffer_* (MUBUF with the V# range
-check), their atomics, and LDS-DMA (global_load_lds_*, buffer_load_* lds)."""
+"""Vector memory: global_*, flat_* (global, the LDS or the private aperture), buffer_* (MUBUF
+with the V# range check), their atomics, and LDS-DMA (global_load_lds_*, buffer_load_* lds)."""
 import numpy as np
 
 from .ds import ATOMIC_TYPES, ATOMICS, atomic_update, bytes_to_rows, rows_to_bytes, widen
 from .errors import NotEmulated
-from .operands import SHARED_APERTURE, parse, scalar_reader, vector_reader, write_rows
+from .operands import PRIVATE_APERTURE, SHARED_APERTURE, parse, scalar_reader, vector_reader, write_rows
 from .wave import lanes64
 
 SIZES = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16, "ubyte": 1, "sbyte": 1,
          "ushort": 2, "sshort": 2, "byte": 1, "short": 2}
 U64 = np.uint64
+APERTURE_TOPS = (("lds", U64(SHARED_APERTURE >> 32)), ("private", U64(PRIVATE_APERTURE >> 32)))
+LOW_WORD = U64(0xFFFFFFFF)
 
 
 def kind_of(name: str) -> tuple[str, int, bool, str]:
@@ -59,14 +61,16 @@ def count_bytes(w, kind, n):
     w.bytes_moved[kind] = w.bytes_moved.get(kind, 0) + n
 
 
-def split_flat(addresses: np.ndarray, what: str):
-    """True when every active lane's flat address is in the LDS aperture, False when none is."""
-    in_lds = (addresses >> U64(32)) == U64(SHARED_APERTURE >> 32)
-    if in_lds.all():
-        return True
-    if in_lds.any():
-        raise NotEmulated(f"flat {what} mixing LDS and global lanes")
-    return False
+def flat_aperture(addresses: np.ndarray, what: str) -> str:
+    """'lds', 'private' or 'global': where every active lane's flat address lies."""
+    top = addresses >> U64(32)
+    for name, base in APERTURE_TOPS:
+        inside = top == base
+        if inside.all():
+            return name
+        if inside.any():
+            raise NotEmulated(f"flat {what} mixing {name} and other lanes")
+    return "global"
 
 
 def global_load(ins, name, flat: bool):
@@ -77,8 +81,12 @@ def global_load(ins, name, flat: bool):
     def run(w):
         lanes = w.exec_mask()
         addresses = address(w)[lanes]
-        if flat and split_flat(addresses, "load"):
-            data = w.lds.read(w.index, (addresses & U64(0xFFFFFFFF)).astype(np.int64), size)
+        aperture = flat_aperture(addresses, "load") if flat else "global"
+        if aperture == "lds":
+            data = w.lds.read(w.index, (addresses & LOW_WORD).astype(np.int64), size)
+        elif aperture == "private":  # the lane's private offset in the wave's scratch (scratch.py)
+            offsets = (addresses & LOW_WORD).astype(np.int64)
+            data = w.scratch.read(np.flatnonzero(lanes), offsets, size, "flat load")
         else:
             data = w.memory.gather(addresses, size, "load")
             count_bytes(w, "global_load", data.size)
@@ -95,8 +103,12 @@ def global_store(ins, name, flat: bool):
         lanes = w.exec_mask()
         addresses = address(w)[lanes]
         data = store_bytes(w, source, size, lanes, d16)
-        if flat and split_flat(addresses, "store"):
-            w.lds.write(w.index, (addresses & U64(0xFFFFFFFF)).astype(np.int64), data)
+        aperture = flat_aperture(addresses, "store") if flat else "global"
+        if aperture == "lds":
+            w.lds.write(w.index, (addresses & LOW_WORD).astype(np.int64), data)
+        elif aperture == "private":
+            offsets = (addresses & LOW_WORD).astype(np.int64)
+            w.scratch.write(np.flatnonzero(lanes), offsets, data, "flat store")
         else:
             w.memory.scatter(addresses, data, "store")
             count_bytes(w, "global_store", data.size)

@@ -54,7 +54,8 @@ def memory_mnemonics():
     yield from (("ds_read_b64_tr_b8", "matrix"), ("ds_read_b64_tr_b16", "matrix"), ("ds_read_b32", "ds"),
                 ("ds_write2_b32", "ds"), ("ds_add_u32", "ds"), ("ds_bpermute_b32", "ds"),
                 ("global_load_dwordx4", "vmem"), ("global_atomic_add_f32", "vmem"),
-                ("flat_store_dword", "vmem"), ("buffer_load_dword", "buffer"), ("buffer_wbl2", "buffer"))
+                ("flat_store_dword", "vmem"), ("buffer_load_dword", "buffer"), ("buffer_wbl2", "buffer"),
+                ("scratch_load_dword", "scratch"), ("scratch_store_dwordx4", "scratch"))
 
 
 KNOWN = dict([*scalar_mnemonics(), *vector_mnemonics(), *memory_mnemonics()])
