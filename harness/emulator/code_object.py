@@ -29,7 +29,7 @@ class KernelInfo:
     user_sgpr_count: int
     workgroup_id: tuple[bool, bool, bool]
     workitem_id_dims: int
-    private_segment_wave_offset: bool
+    enable_private_segment: bool  # rsrc2 bit 0; gfx940+: no wave-offset SGPR (scratch.py)
     preload_length: int
     preload_offset: int
     entry: int
@@ -169,7 +169,7 @@ def kernel_info(code: CodeObject, meta: dict, symbols: dict[str, int]) -> Kernel
         agpr_count=meta.get(".agpr_count", 0), accum_offset=((rsrc3 & 0x3f) + 1) * 4,
         user_sgprs=user, user_sgpr_count=rsrc2 >> 1 & 0x1f,
         workgroup_id=tuple(bool(rsrc2 >> bit & 1) for bit in (7, 8, 9)),
-        workitem_id_dims=(rsrc2 >> 11 & 3) + 1, private_segment_wave_offset=bool(rsrc2 & 1),
+        workitem_id_dims=(rsrc2 >> 11 & 3) + 1, enable_private_segment=bool(rsrc2 & 1),
         preload_length=preload & 0x7f, preload_offset=preload >> 7,
         entry=kd_address + entry_offset, wavefront_size=meta.get(".wavefront_size", 64),
         max_flat_workgroup_size=meta.get(".max_flat_workgroup_size", 1024), metadata=meta)

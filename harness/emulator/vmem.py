@@ -181,6 +181,8 @@ def global_atomic(ins, name, flat: bool):
     def run(w):
         lanes = w.exec_mask()
         addresses = address(w)[lanes]
+        if flat and flat_aperture(addresses, "atomic") != "global":
+            raise NotEmulated(f"{ins.mnemonic} into the LDS or private aperture")
         data = rows_to_bytes(w, source.index, words, lanes)
         olds = atomic_rmw(w, addresses, data, size, op, update,
                           lambda a: w.memory.gather(a, size, "atomic"),

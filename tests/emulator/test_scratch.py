@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from harness.emulator.code_object import load_code_object
-from harness.emulator.errors import EmulationFault
+from harness.emulator.errors import EmulationFault, NotEmulated
 from harness.emulator.launch import run_kernel
 from harness.emulator.scratch import Scratch
 
@@ -42,7 +42,8 @@ KERNEL __attribute__((amdgpu_num_vgpr(12))) void spill(const unsigned* x, unsign
 
 def test_private_array_indexed_at_run_time_matches_numpy():
     code = load_code_object(compile_hip(TABLE))
-    assert code.kernels["table"].private_segment_size >= 400
+    info = code.kernels["table"]
+    assert info.private_segment_size >= 400 and info.enable_private_segment
     rng = np.random.default_rng(7)
     n, steps = 256, 9
     idx = rng.integers(0, 1000, n).astype(np.int32)
@@ -129,6 +130,29 @@ def test_scratch_forms_round_trip_per_lane_and_per_wave():
     np.testing.assert_array_equal(out[:, 3], value)
 
 
+TO_LDS = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  v_xor_b32 v3, 0x5a5a, v0
+  scratch_store_dword off, v3, off offset:12
+  s_mov_b32 m0, 16
+  scratch_load_lds_dword off, off offset:12
+  s_waitcnt vmcnt(0)
+  ds_read_b32 v4, v1 offset:28
+  s_waitcnt lgkmcnt(0)
+  global_store_dword v1, v4, s[2:3]
+  s_endpgm
+"""
+
+
+def test_scratch_load_lds_lands_each_lane_at_m0_plus_offset_plus_lane_times_size():
+    # the instruction offset moves the LDS target too, as vmem's global_load_lds reads the ISA
+    code = with_private_size(assemble(TO_LDS, lds=512), 16)
+    out = np.zeros(64, np.uint32)
+    run_kernel(code, "k", (1, 1, 1), (64, 1, 1), pack_args(out), memory=memory_of(out))
+    np.testing.assert_array_equal(out, np.arange(64, dtype=np.uint32) ^ 0x5A5A)
+
+
 OUT_OF_BOUNDS = """
   scratch_store_dword v0, v0, off
   s_endpgm
@@ -163,3 +187,18 @@ def test_layout_interleaves_dwords_over_the_64_lanes():
             assert scratch.bytes[at:at + 4].tolist() == data[row, 4 * half:4 * half + 4].tolist()
     assert np.count_nonzero(scratch.bytes) == data.size
     np.testing.assert_array_equal(scratch.read(lanes, np.array([0, 4, 8]), 8), data)
+
+
+FLAT_ATOMIC = """
+  s_mov_b64 s[4:5], src_private_base
+  v_mov_b32 v2, 0
+  v_mov_b32 v3, s5
+  flat_atomic_add v[2:3], v0
+  s_endpgm
+"""
+
+
+def test_flat_atomic_into_the_private_aperture_is_named_not_emulated():
+    code = with_private_size(assemble(FLAT_ATOMIC), 16)
+    with pytest.raises(NotEmulated, match="flat_atomic_add into the LDS or private aperture in k"):
+        run_kernel(code, "k", (1, 1, 1), (64, 1, 1), pack_args(np.zeros(1)), memory=memory_of())
