@@ -42,9 +42,14 @@ class Launch:
         self.clock = 0
         self.threads = block[0] * block[1] * block[2]
         self.waves_per_group = -(-self.threads // LANES)
-        dynamic = info.metadata.get(".uses_dynamic_stack", False)
-        self.private_bytes = info.private_segment_size + DYNAMIC_STACK_BYTES * bool(dynamic)
+        self.private_bytes = private_bytes(info)
         self.waves_started = 0
+
+
+def private_bytes(info: KernelInfo) -> int:
+    """Scratch per lane: the kernel's fixed size, and a stack for one that grows it."""
+    dynamic = info.metadata.get(".uses_dynamic_stack", False)
+    return info.private_segment_size + DYNAMIC_STACK_BYTES * bool(dynamic)
 
 
 def hidden_arguments(info: KernelInfo, segment: np.ndarray, grid, block, dynamic_lds, queue_address):
@@ -66,7 +71,7 @@ def dispatch_packet(info, grid, block, kernarg_address) -> np.ndarray:
     packet = np.zeros(64, np.uint8)
     dims = 3 if grid[2] > 1 or block[2] > 1 else (2 if grid[1] > 1 or block[1] > 1 else 1)
     struct.pack_into("<HHHHHHIIIII", packet, 0, 0, dims, *block, 0,
-                     *(g * b for g, b in zip(grid, block)), info.private_segment_size,
+                     *(g * b for g, b in zip(grid, block)), private_bytes(info),
                      info.group_segment_size)
     struct.pack_into("<QQ", packet, 32, 0, kernarg_address)
     return packet
@@ -165,7 +170,7 @@ def initial_sgprs(info: KernelInfo, packet_address, queue_address, kernarg_addre
     fields = {"private_segment_buffer": [0, 0, 0, 0], "dispatch_ptr": split64(packet_address),
               "queue_ptr": split64(queue_address), "kernarg_segment_ptr": split64(kernarg_address),
               "dispatch_id": [0, 0], "flat_scratch_init": [0, 0],
-              "private_segment_size": [info.private_segment_size]}
+              "private_segment_size": [private_bytes(info)]}
     for name, enabled in info.user_sgprs.items():
         if enabled:
             values += fields[name]

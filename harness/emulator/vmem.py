@@ -10,7 +10,7 @@ from .wave import lanes64
 SIZES = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16, "ubyte": 1, "sbyte": 1,
          "ushort": 2, "sshort": 2, "byte": 1, "short": 2}
 U64 = np.uint64
-APERTURE_TOPS = (("lds", U64(SHARED_APERTURE >> 32)), ("private", U64(PRIVATE_APERTURE >> 32)))
+APERTURE_NAMES = {SHARED_APERTURE >> 32: "lds", PRIVATE_APERTURE >> 32: "private"}
 LOW_WORD = U64(0xFFFFFFFF)
 
 
@@ -63,14 +63,16 @@ def count_bytes(w, kind, n):
 
 def flat_aperture(addresses: np.ndarray, what: str) -> str:
     """'lds', 'private' or 'global': where every active lane's flat address lies."""
+    if not len(addresses):
+        return "lds"  # no lane: nothing moves (and no region to look up)
     top = addresses >> U64(32)
-    for name, base in APERTURE_TOPS:
-        inside = top == base
-        if inside.all():
-            return name
-        if inside.any():
-            raise NotEmulated(f"flat {what} mixing {name} and other lanes")
-    return "global"
+    first = int(top[0])
+    name = APERTURE_NAMES.get(first, "global")
+    # host addresses lie below 2^47, our apertures at 2^48 and up (operands.py)
+    mixed = top != U64(first) if name != "global" else top >= U64(SHARED_APERTURE >> 32)
+    if mixed.any():
+        raise NotEmulated(f"flat {what} mixing apertures (LDS, private, global) across lanes")
+    return name
 
 
 def global_load(ins, name, flat: bool):

@@ -202,3 +202,24 @@ def test_flat_atomic_into_the_private_aperture_is_named_not_emulated():
     code = with_private_size(assemble(FLAT_ATOMIC), 16)
     with pytest.raises(NotEmulated, match="flat_atomic_add into the LDS or private aperture in k"):
         run_kernel(code, "k", (1, 1, 1), (64, 1, 1), pack_args(np.zeros(1)), memory=memory_of())
+
+
+MIXED = """
+  s_mov_b64 s[4:5], src_private_base
+  v_mov_b32 v2, 0
+  v_mov_b32 v3, s5
+  v_mov_b32 v4, s0
+  v_mov_b32 v5, s1
+  v_cmp_gt_u32 vcc, 32, v0
+  v_cndmask_b32 v3, v5, v3, vcc
+  v_cndmask_b32 v2, v4, v2, vcc
+  flat_load_dword v1, v[2:3]
+  s_endpgm
+"""
+
+
+def test_flat_load_with_private_and_global_lanes_is_named_not_emulated():
+    code = with_private_size(assemble(MIXED), 16)
+    out = np.zeros(1, np.uint32)
+    with pytest.raises(NotEmulated, match="flat load mixing apertures"):
+        run_kernel(code, "k", (1, 1, 1), (64, 1, 1), pack_args(out), memory=memory_of(out))
