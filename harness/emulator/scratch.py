@@ -9,12 +9,14 @@ What gfx950 does, and where it is written down:
   1); compute_pgm_rsrc2 bit 0 (ENABLE_PRIVATE_SEGMENT) asks for the set-up.
 - scratch_* (FLAT encoding, SEG=1) address a lane's private bytes as
   SADDR (one SGPR, or off) + VADDR (one VGPR, or off) + a signed 13-bit offset
-  (LLVM's gfx90a/gfx940 operand pages: "saddr: an optional 32-bit flat scratch offset";
-  either saddr or vaddr may be off, and on gfx940+ both, the "ST" form).
+  (LLVM's gfx90a operand page: "saddr: an optional 32-bit flat scratch offset"; CLRX's
+  GCN 1.4 FLAT page for the offset). Both may be off (the "ST" form): llvm-mc-22
+  assembles it for gfx950 and clang-22 emits it for a private array at offset 0.
 - That private address is swizzled: AMDGPUUsage's private segment ("accessed in an
-  interleaved manner ... by the scratch instructions, or by flat instructions"), and
-  gem5's MI300 model checked against MI300 output: every dword of a lane lies 64 lanes x 4
-  bytes from the next, so private byte a of lane L is at base + (a // 4) * 256 + 4 L + a % 4.
+  interleaved manner ... by the scratch instructions, or by flat instructions"); gem5's
+  MI300 model, after the MI300 ISA's 9.1.5.2 "Swizzled Buffer Addressing" and checked
+  against MI300 output: each dword of a lane lies 64 lanes x 4 bytes from its next, so
+  private byte a of lane L is at base + (a // 4) * 256 + 4 L + a % 4.
 - gfx940+ compilers reach scratch only through scratch_* (no buffer descriptor exists for
   it), so buffer_* to scratch is not emulated; flat_* into the private aperture is (vmem).
 Beyond AMD: an access past the kernel's per-lane size is a fault naming "scratch of wave N"
