@@ -312,6 +312,7 @@ def test_corpus_lint_verdicts():
         assert blocking == CORPUS_LINT.get(path.name, set()), path.name
 
 
+@pytest.mark.slow  # 25-27 s on the loaded 2-core machine (2026-12-04)
 def test_lint_takes_all_as_run_does():
     everything = helpers.invoke("lint", "--json")
     with_all = helpers.invoke("lint", "--all", "--json")

@@ -128,6 +128,7 @@ def test_cli_refuses_gpus_it_does_not_have_and_cluster_without_ray(settings, mon
     assert done.exit_code == 2 and done.output.strip().splitlines()[-1] == f"error: {cluster.NO_RAY}"
 
 
+@pytest.mark.slow  # 25-27 s on the loaded 2-core machine (2026-12-04)
 def test_ray_tasks_run_the_sent_bytes_and_a_killed_task_fails_only_its_file(settings, sleeper):
     import ray
 

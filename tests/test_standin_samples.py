@@ -57,7 +57,9 @@ def cpu_cases():
     for path in sorted(SAMPLES.glob("*.py")):
         for key, expected in expectations(path).items():
             if key in CPU_RUNS:
-                yield pytest.param(path, key, expected, id=f"{path.stem}-{key}")
+                # leaderboard mode re-checks 20 timed calls: 10-25 s each on the 2-core machine
+                marks = [pytest.mark.slow] if key == "leaderboard" else []
+                yield pytest.param(path, key, expected, id=f"{path.stem}-{key}", marks=marks)
 
 
 @pytest.mark.parametrize("path, key, expected", list(cpu_cases()))

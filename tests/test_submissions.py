@@ -248,6 +248,7 @@ INTERPRETED_RUN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # 25-27 s on the loaded 2-core machine (2026-12-04)
 def test_119_passes_through_the_triton_interpreter_on_every_path():
     cases = [
         {"batchsize": 3, "qseqlen": 1, "kvseqlen": 257, "seed": 12},  # bmm
