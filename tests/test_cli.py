@@ -132,6 +132,7 @@ def test_unwritable_results_folder_is_one_plain_line(cli_env, tmp_path):
     assert "internal error" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_piped_run_prints_one_line_per_finished_case(tmp_path):
     done = harness("run", SAMPLES / "reference_call.py", SAMPLES / "wrong_output.py", "--device", "cpu",
                    "--mode", "test")
@@ -141,6 +142,7 @@ def test_a_piped_run_prints_one_line_per_finished_case(tmp_path):
     assert all(line.endswith(": pass") for line in lines[:3]) and "fail" in lines[3]
 
 
+@pytest.mark.slow
 def test_a_hanging_submission_costs_one_limit_not_one_per_case():
     started = time.monotonic()
     done = harness("run", SAMPLES / "bad" / "hangs.py", "--device", "cpu", "--mode", "test", "--timeout", "10",
@@ -453,6 +455,7 @@ def test_the_progress_line_at_80_columns_keeps_its_count():
     assert "3/12" in line and "warm-up: 256×8192" in line and len(line) <= 80, line
 
 
+@pytest.mark.slow
 def test_a_piped_run_shows_the_worker_start_the_warm_up_and_the_stress_steps(cli_env):
     _, cases_file = cli_env
     sample = str(SAMPLES / "reference_call.py")

@@ -120,11 +120,16 @@ def of_batch(batch: str):
     return pytest.mark.xdist_group(f"reliability-{batch}")
 
 
+def batch_marks(batch: str) -> list:
+    """Its group, and slow: whichever test of a batch comes first pays for the batch's run (10-85 s)."""
+    return [of_batch(batch), pytest.mark.slow]
+
+
 def test_every_corpus_file_has_an_expected_verdict():
     assert sorted(p.name for p in CORPUS.glob("*.py")) == sorted(EXPECTED)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=of_batch(EXPECTED[n].batch)) for n in sorted(EXPECTED)])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=batch_marks(EXPECTED[n].batch)) for n in sorted(EXPECTED)])
 def test_verdict(batches, name):
     expected = EXPECTED[name]
     record = batches[expected.batch].records.get(name)
@@ -140,7 +145,7 @@ def test_verdict(batches, name):
         assert len(record["results"]) == 3
 
 
-@pytest.mark.parametrize("batch", [pytest.param(b, marks=of_batch(b)) for b in sorted(BATCHES)])
+@pytest.mark.parametrize("batch", [pytest.param(b, marks=batch_marks(b)) for b in sorted(BATCHES)])
 def test_batch_runs_every_file_exits_1_and_prints_no_harness_traceback(batches, batch):
     run = batches[batch]
     names = [f for f, e in EXPECTED.items() if e.batch == batch]
@@ -153,13 +158,14 @@ def test_batch_runs_every_file_exits_1_and_prints_no_harness_traceback(batches, 
 
 
 @of_batch("test")
+@pytest.mark.slow
 def test_json_output_is_the_ledger(batches):
     run = batches["test"]
     printed = {Path(r["submission"]["path"]).name: r for r in json.loads(run.stdout)}
     assert printed == run.records  # what --json prints is exactly what the ledger holds
 
 
-@pytest.mark.parametrize("batch", [pytest.param(b, marks=of_batch(b)) for b in ("tables", "timeouts", "leaderboard")])
+@pytest.mark.parametrize("batch", [pytest.param(b, marks=batch_marks(b)) for b in ("tables", "timeouts", "leaderboard")])
 def test_tables_carry_each_reason(batches, batch):
     run = batches[batch]
     for name, record in run.records.items():
@@ -181,6 +187,7 @@ def test_uninitialised_output_cannot_reuse_the_warm_ups_answer(tmp_path):
 
 
 @of_batch("test")
+@pytest.mark.slow
 def test_a_flood_leaves_a_capped_log_and_a_short_table(batches):
     run = batches["test"]
     assert len(run.stdout) < 2_000_000  # the JSON of 20 runs, not megabytes of the flood

@@ -493,6 +493,7 @@ def remote_records(tmp_path):
     return [r for r in ledger.read() if r.get("source") == "remote"]
 
 
+@pytest.mark.slow
 def test_make_submit_end_to_end(tmp_path):
     path = SAMPLES / "950_remote_ok.py"
     env = cli_env(tmp_path, "leaderboard_success_v1315.txt",

@@ -231,6 +231,7 @@ def test_an_optional_triton_is_interpreted_on_a_cpu_when_installed():
     assert platforms.can_run(probe, H200) == (True, "")
 
 
+@pytest.mark.slow
 def test_a_guarded_aiter_file_runs_its_fallback_through_the_harness_and_its_error_is_reported(tmp_path):
     """harness run on the CPU: both run on the aiter stand-in (its aiter path raises in either), and say so."""
     ledger_path = tmp_path / "ledger.jsonl"

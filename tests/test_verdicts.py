@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 
 from harness.compile import aot
 from harness.results import records, scoreboard
@@ -39,6 +40,7 @@ def test_summarize_calls_unrun_cases_a_timeout_and_a_case_limit_too():
     assert protocol.summarize([protocol.CaseResult(spec=spec, status="timeout", message="x")])[0] == "timeout"
 
 
+@pytest.mark.slow
 def test_a_file_the_server_would_reject_is_never_a_plain_pass(tmp_path):
     sample = REPO / "tests" / "samples" / "bad" / "forbidden_word.py"
     done = harness("run", sample, "--mode", "test", "--device", "cpu", "--json")
