@@ -25,7 +25,7 @@ import signal
 import sys
 
 from harness.aiter_standin import loader as aiter_standin
-from harness.emulator import launch_hip, launch_triton
+from harness.emulator import cuda_on_cpu, launch_hip, launch_triton
 from harness.run import accuracy, faults, interpreter
 from harness.run.faults import SubmissionImportError, TamperError
 from harness.run import timing
@@ -386,6 +386,8 @@ def child_main(argv: list[str] | None = None) -> int:
         launch_hip.install()  # HIP without ROCm: our runtime and load_inline, kernels on the gfx950 emulator
     if launch_triton.requested():
         launch_triton.install()  # Triton's driver: compile for gfx950, run the code object on the emulator
+    if launch_hip.requested() or launch_triton.requested():
+        cuda_on_cpu.install()  # "cuda" is the emulated gfx950, whose memory is the CPU's; before the originals are taken
     if os.environ.get("TRITON_INTERPRET") == "1":
         interpreter.mend()  # its fp8 rounding and bf16 dots as a GPU computes them
 

@@ -23,6 +23,16 @@ class TamperError(Verdict):
     """The submission replaced something the evaluation relies on."""
 
 
+CUDA_ON_CPU = ("this run is on the CPU, but the submission asks for a CUDA device (device=\"cuda\" hard-coded? "
+               "use the inputs' device, q.device)")
+
+
+def _asks_for_cuda_on_cpu(first_line: str) -> bool:
+    """torch's words for a CUDA device on a CPU-only run (the emulator's child maps "cuda" and never says them)."""
+    return os.environ.get("MLA_DEVICE") == "cpu" and ("not compiled with CUDA" in first_line
+                                                     or "NVIDIA driver" in first_line)
+
+
 def import_failure(exc: Exception) -> str:
     """'SyntaxError: '(' was never closed (submission line 9)' or the exception's first line."""
     first_line = (str(exc).strip().splitlines() or [""])[0]
@@ -32,6 +42,8 @@ def import_failure(exc: Exception) -> str:
         return f"{first_line} (while importing the submission)"
     if inside.read_only_write(exc, REPO_ROOT):
         return f"{inside.read_only_write(exc, REPO_ROOT)} while importing the submission"
+    if _asks_for_cuda_on_cpu(first_line):
+        return f"{CUDA_ON_CPU} while importing the submission"
     return f"{type(exc).__name__} while importing the submission: {first_line}"
 
 
@@ -43,9 +55,8 @@ def one_line_error(exc: BaseException, submission_path: str) -> str:
     first_line = (str(exc).strip().splitlines() or [""])[0]
     if isinstance(exc, StandInError):  # a refusal or an uncovered aiter name: the stand-in's words, no type name
         return f"{first_line}{where}"
-    if os.environ.get("MLA_DEVICE") == "cpu" and ("not compiled with CUDA" in first_line or "NVIDIA driver" in first_line):
-        return (f"this run is on the CPU, but the submission asks for a CUDA device (device=\"cuda\" hard-coded? "
-                f"use the inputs' device, q.device){where}")
+    if _asks_for_cuda_on_cpu(first_line):
+        return f"{CUDA_ON_CPU}{where}"
     if inside.read_only_write(exc, REPO_ROOT):
         return f"{inside.read_only_write(exc, REPO_ROOT)}{where}"
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
