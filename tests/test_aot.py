@@ -23,6 +23,7 @@ def gfx950_reports():
     return aot.compile_submission(KERNEL_200, "gfx950")
 
 
+@pytest.mark.slow
 def test_200_compiles_for_gfx950_with_mfma_and_no_spills(gfx950_reports):
     split = [r for r in gfx950_reports if r.kernel == "mla_decode_split_kernel"]
     assert len(split) >= 2, "200 should describe its attention kernel in AOT_SPECS"

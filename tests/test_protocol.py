@@ -118,6 +118,7 @@ HANG = {"batchsize": 3, "qseqlen": 1, "kvseqlen": 16, "seed": 1}
 CRASH = {"batchsize": 2, "qseqlen": 1, "kvseqlen": 16, "seed": 2}
 
 
+@pytest.mark.slow
 def test_with_a_case_limit_a_hang_and_a_crash_are_reported_and_the_next_case_still_runs(tmp_path):
     run = evaluate("crash_and_hang.py", "test", [HANG, CRASH, TINY], tmp_path, case_timeout_s=3)
     assert [(r.status, r.message) for r in run.results] == [

@@ -94,6 +94,7 @@ def test_older_records_read_without_a_gpu():
     assert [r["gpu"] for r in read] == [{"index": 1, "uuid": "GPU-b"}, None]
 
 
+@pytest.mark.slow
 def test_spread_pins_each_gpu_keeps_verdicts_and_a_killed_slot_fails_only_its_file(settings, sleeper,
                                                                                    monkeypatch):
     monkeypatch.setenv(spread.FAKE_ENV, "2")
