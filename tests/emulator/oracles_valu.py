@@ -150,8 +150,8 @@ def quiet_first(a, b, fmt):
     return None
 
 
-def minimum(fmt):
-    """v_min: a NaN loses; -0 is below +0."""
+def extreme(fmt, smaller: bool):
+    """v_min (smaller) or v_max: a NaN loses; -0 is below +0."""
     def run(a, b):
         quiet = quiet_first(a, b, fmt)
         if quiet is not None:
@@ -162,25 +162,19 @@ def minimum(fmt):
             return a
         x, y = value(a, fmt), value(b, fmt)
         if x == y == 0:
-            return a if sign_bit(a, fmt) else b
-        return a if x < y else b
+            return a if bool(sign_bit(a, fmt)) == smaller else b
+        if x == y:  # equal non-zero values have equal bits
+            return a
+        return a if (x < y) == smaller else b
     return run
+
+
+def minimum(fmt):
+    return extreme(fmt, smaller=True)
 
 
 def maximum(fmt):
-    def run(a, b):
-        quiet = quiet_first(a, b, fmt)
-        if quiet is not None:
-            return quiet
-        if is_nan(a, fmt):
-            return b
-        if is_nan(b, fmt):
-            return a
-        x, y = value(a, fmt), value(b, fmt)
-        if x == y == 0:
-            return b if sign_bit(a, fmt) else a
-        return a if x >= y else b
-    return run
+    return extreme(fmt, smaller=False)
 
 
 def min3(fmt):
