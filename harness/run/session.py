@@ -226,7 +226,7 @@ def prebuild_hip(submission: Submission, say=_say_nothing) -> None:
 
     from harness.emulator.hip_runtime import prebuild
 
-    building = hip_builds_missing(submission)  # cached: prebuild only checks, and nothing is said
+    building = prebuild.missing(submission.path)  # cached: prebuild only checks, and nothing is said
     if building:
         say(f"building {submission.label}'s HIP sources for gfx950 (first run compiles; cached after) ...")
     started = time.monotonic()
@@ -237,17 +237,6 @@ def prebuild_hip(submission: Submission, say=_say_nothing) -> None:
     if building:
         verdict = f"failed ({failed[0][:200]}); the run reports it" if failed else "done"
         say(f"{submission.label}'s HIP build {verdict} in {time.monotonic() - started:.0f} s")
-
-
-def hip_builds_missing(submission: Submission) -> bool:
-    """Whether a load_inline extension of the file is not in the toolchain's cache yet (its run builds it)."""
-    from harness.emulator.hip_runtime import prebuild
-
-    try:
-        specs = prebuild.specs_of(submission.path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return False
-    return any(not (prebuild.cache_folder() / spec.key / f"{spec.name}.so").is_file() for spec, _ in specs)
 
 
 def evaluate_and_record(submission: Submission, settings: Settings, progress=protocol._no_progress,

@@ -33,21 +33,27 @@ def specs_of(text: str) -> list:
     return specs
 
 
-def prebuild(path: Path) -> list[str]:
-    """Build what is missing; one line per build that failed (the child
-    then meets the same error, where it is the submission's)."""
+def missing(path: Path) -> list:
+    """(spec, unit) of each load_inline call of the file not in the cache
+    yet; none for a file that cannot be read or parsed."""
     try:
         specs = specs_of(Path(path).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return []
     folder = cache_folder()
+    return [(spec, unit) for spec, unit in specs
+            if not (folder / spec.key / f"{spec.name}.so").is_file()]
+
+
+def prebuild(path: Path) -> list[str]:
+    """Build what is missing; one line per build that failed (the child
+    then meets the same error, where it is the submission's)."""
+    folder = cache_folder()
     folder.mkdir(parents=True, exist_ok=True)
     problems = []
     library.built_path(hip_toolchain.find(), folder)
     shown = in_repository(path)
-    for spec, unit in specs:
-        if (folder / spec.key / f"{spec.name}.so").is_file():
-            continue
+    for spec, unit in missing(path):
         try:
             extension.build(spec, folder, unit, shown)
         except library.BuildError as error:
