@@ -6,7 +6,7 @@ import numpy as np
 from .ds import ATOMIC_TYPES, ATOMICS, atomic_update, bytes_to_rows, rows_to_bytes
 from .errors import NotEmulated
 from .operands import parse, scalar_reader, vector_reader, write_rows
-from .vmem import atomic_parts, atomic_rmw, count_bytes, kind_of, place_loaded, store_bytes
+from .vmem import atomic_parts, atomic_rmw, count_bytes, kind_of, lds_dma_target, place_loaded, store_bytes
 from .wave import lanes64
 
 U64 = np.uint64
@@ -84,8 +84,7 @@ def buffer_load(ins, name):
         data = gather_checked(w, addresses, in_range, chunk, size)
         count_bytes(w, "buffer_load", data.size)
         if to_lds:
-            target = (w.s[124] & 0x3FFFF) + lds_offset + np.flatnonzero(lanes) * size
-            w.lds.write(w.index, target, data)
+            w.lds.write(w.index, lds_dma_target(w, lds_offset, lanes, size), data)
             count_bytes(w, "lds_dma", data.size)
             return
         place_loaded(w, ins, destination, data, lanes, size, is_signed, d16)

@@ -25,8 +25,8 @@ import numpy as np
 
 from .errors import EmulationFault, NotEmulated
 from .operands import parse, scalar_reader, vector_reader
-from .vmem import count_bytes, kind_of, place_loaded, store_bytes
-from .wave import LANES, M0
+from .vmem import count_bytes, kind_of, lds_dma_target, place_loaded, store_bytes
+from .wave import LANES
 
 DWORD = 4
 ROW = LANES * DWORD  # one private dword of every lane
@@ -109,9 +109,8 @@ def scratch_to_lds(ins, name):
 
     def run(w):
         lanes = w.exec_mask()
-        active = np.flatnonzero(lanes)
-        data = w.scratch.read(active, address(w)[lanes], size)
-        w.lds.write(w.index, (w.s[M0] & 0x3FFFF) + offset + active * size, data)
+        data = w.scratch.read(np.flatnonzero(lanes), address(w)[lanes], size)
+        w.lds.write(w.index, lds_dma_target(w, offset, lanes, size), data)
         count_bytes(w, "scratch_load", data.size)
     return run
 

@@ -5,7 +5,7 @@ import numpy as np
 from .ds import ATOMIC_TYPES, ATOMICS, atomic_update, bytes_to_rows, rows_to_bytes, widen
 from .errors import NotEmulated
 from .operands import PRIVATE_APERTURE, SHARED_APERTURE, parse, scalar_reader, vector_reader, write_rows
-from .wave import lanes64
+from .wave import M0, lanes64
 
 SIZES = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16, "ubyte": 1, "sbyte": 1,
          "ushort": 2, "sshort": 2, "byte": 1, "short": 2}
@@ -118,6 +118,11 @@ def global_store(ins, name, flat: bool):
     return run
 
 
+def lds_dma_target(w, offset: int, lanes, size: int):
+    """Where LDS-DMA puts each active lane's bytes: M0[17:0] + offset + lane * size."""
+    return (w.s[M0] & 0x3FFFF) + offset + np.flatnonzero(lanes) * size
+
+
 def lds_dma(ins, name):
     """global_load_lds_*: each lane's bytes land in LDS at M0 + offset + lane * size."""
     fmt, size, _, _ = kind_of(name)
@@ -127,8 +132,7 @@ def lds_dma(ins, name):
     def run(w):
         lanes = w.exec_mask()
         data = w.memory.gather(address(w)[lanes], size, "load")
-        target = (w.s[124] & 0x3FFFF) + offset + np.flatnonzero(lanes) * size
-        w.lds.write(w.index, target, data)
+        w.lds.write(w.index, lds_dma_target(w, offset, lanes, size), data)
         count_bytes(w, "global_load", data.size)
         count_bytes(w, "lds_dma", data.size)
     return run
