@@ -16,7 +16,7 @@ AITER_STANDIN = (f"{AITER_STANDIN_MARK} (AMD's aiter is not installed here: the 
 OPTIONAL_AITER_STANDIN = ("aiter (optional): the harness's stand-in serves `import aiter` here, so the file's aiter "
                           "path runs where it imports it (correctness only)")
 EMULATOR_COVERS = ("HIP kernels run on the harness's gfx950 emulator (harness/emulator/README.md): scalar, vector, "
-                   "packed, DPP/SDWA, LDS, global, buffer, LDS-DMA and MFMA instructions, with LDS-race and "
+                   "packed, DPP/SDWA, LDS, global, buffer, scratch, LDS-DMA and MFMA instructions, with LDS-race and "
                    "bounds checks; Triton kernels only with --device gfx950; an instruction it lacks skips the case "
                    "(\"not emulated: ...\")")
 EMULATED_HIP = f"{EMULATOR_MARK} ({EMULATOR_COVERS})"
