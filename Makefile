@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed
 # The CPU build that lies on this workplace's disk; used only when no torch is importable.
 CPU_TORCH ?= torch==2.13.0
 
-.PHONY: setup hip-toolchain sandbox-tool test test-fast test-emulator test-gpu run scoreboard diff submit lint clean
+.PHONY: setup hip-toolchain sandbox-tool amd-aiter test test-fast test-emulator test-gpu run scoreboard diff submit lint clean
 
-setup: $(STAMP) hip-toolchain sandbox-tool
+setup: $(STAMP) hip-toolchain sandbox-tool amd-aiter
 
 # --system-site-packages keeps a ROCm or CUDA torch the machine already has.
 $(STAMP): pyproject.toml
@@ -26,6 +26,11 @@ hip-toolchain: $(STAMP)
 # use the fallback's file checks, and it says so.
 sandbox-tool: $(STAMP)
 	$(BIN)/python -m harness.sandbox.bwrap setup
+
+# The pinned amd-aiter wheel's gfx950 MLA code objects and C++/HIP sources, unpacked as data into
+# ~/.cache/amd-mixed-mla/amd-aiter/ (never installed: it would shadow the stand-in); never fails setup.
+amd-aiter: $(STAMP)
+	$(BIN)/python -m harness.aiter_gfx950.package setup
 
 # Two workers (pytest-xdist; the CI machine has 2 cores), the longest work first (tests/suite_time.py), and
 # the 25 slowest tests at the end; each test's seconds go to .pytest_cache/durations.json, which an idle
