@@ -2,6 +2,7 @@
 fp8/bf8 conversions with their byte selects and half-preserving writes."""
 import numpy as np
 
+from .errors import NotEmulated
 from .numerics import BF8_E5M2, FP8_E4M3, encode_minifloat, fma_f32
 from .operands import (lane_mask_reader, lane_mask_writer, parse, scalar_reader, scalar_writer,
                        vector_reader, vector_writer)
@@ -213,10 +214,16 @@ def cvt_pk_to_minifloat(table):
     return builder
 
 
+SDWA_FIRST_BYTE = {"BYTE_0": 0, "BYTE_1": 1, "BYTE_2": 2, "BYTE_3": 3,
+                   "WORD_0": 0, "WORD_1": 2, "DWORD": 0}
+
+
 def byte_select(ins) -> int:
     if ins.mnemonic.endswith("_sdwa"):
-        return {"BYTE_0": 0, "BYTE_1": 1, "BYTE_2": 2, "BYTE_3": 3, "WORD_1": 2, "DWORD": 0}[
-            ins.modifiers.get("src0_sel", "DWORD")]
+        sel = ins.modifiers.get("src0_sel", "DWORD")
+        if sel not in SDWA_FIRST_BYTE:
+            raise NotEmulated(ins.mnemonic, detail=f"src0_sel:{sel}")
+        return SDWA_FIRST_BYTE[sel]
     sel = bits(ins.modifiers.get("op_sel"))
     return sel[0] | sel[1] << 1
 

@@ -333,12 +333,13 @@ def pack_case(kind: str):
 
 
 def decode_case(kind: str, packed: bool):
-    selects = ("WORD_1",) if packed else ("BYTE_1", "BYTE_2", "BYTE_3")
+    # aiter's MLA code objects name both words of the packed form
+    selects = ("WORD_0", "WORD_1") if packed else ("BYTE_1", "BYTE_2", "BYTE_3")
     stem = f"v_cvt_{'pk_f32' if packed else 'f32'}_{kind}"
     destination = "v[20:21]" if packed else "v20"
     lines = (f"{stem}_e32 {destination}, v10",) + tuple(
         f"{stem}_sdwa {destination}, v10 src0_sel:{select}" for select in selects)
-    first_bytes = (0, 2) if packed else (0, 1, 2, 3)
+    first_bytes = (0, 0, 2) if packed else (0, 1, 2, 3)
 
     def check(runs):
         for run, first in zip(runs, first_bytes):
