@@ -61,8 +61,9 @@ def mla_decode_fwd(q, kv_buffer, o, qo_indptr, kv_indptr, kv_indices, kv_last_pa
         logits = (o.view(total_s, num_kv_splits, nhead, v_head_dim) if straight else
                   torch.empty((total_s, num_kv_splits, nhead, v_head_dim), dtype=fp32, device=q.device))
         attn_lse = torch.empty((total_s, num_kv_splits, nhead, 1), dtype=fp32, device=q.device)
-        spans, _ = _stage1(q, kv_buffer, qo_indptr, kv_indptr, kv_indices, num_kv_splits_indptr, None, None,
-                           max_seqlen_q, sm_scale, logits, attn_lse, o, q_scale, kv_scale)
+        spans, _ = _stage1(kernel, q, kv_buffer, qo_indptr, kv_indptr, kv_indices, kv_last_page_lens,
+                           num_kv_splits_indptr, None, None, None, max_seqlen_q, sm_scale, logits, attn_lse, o,
+                           q_scale, kv_scale)
         if not straight:
             _merge_splits(logits, attn_lse, qo_indptr, kv_indptr, o)
         written = journal.tensor_bytes(o) + (0 if straight else 2 * journal.tensor_bytes(logits, attn_lse))
@@ -75,8 +76,9 @@ def mla_decode_fwd(q, kv_buffer, o, qo_indptr, kv_indptr, kv_indices, kv_last_pa
     logits = torch.empty((rows, 1, nhead, v_head_dim), dtype=fp32, device=q.device)
     attn_lse = torch.empty((rows, 1, nhead, 1), dtype=fp32, device=q.device)
     final_lse = torch.empty((total_s, nhead), dtype=fp32, device=q.device) if return_lse else None
-    spans, _ = _stage1(q, kv_buffer, qo_indptr, kv_indptr, kv_indices, None, work_indptr, work_info_set,
-                       max_seqlen_q, sm_scale, logits, attn_lse, o, q_scale, kv_scale)
+    spans, _ = _stage1(kernel, q, kv_buffer, qo_indptr, kv_indptr, kv_indices, kv_last_page_lens, None,
+                       work_meta_data, work_indptr, work_info_set, max_seqlen_q, sm_scale, logits, attn_lse, o,
+                       q_scale, kv_scale)
     partial_rows = _reduce(logits, attn_lse, reduce_indptr, reduce_final_map, reduce_partial_map, max_seqlen_q, o)
     written = journal.tensor_bytes(o) + 2 * partial_rows * nhead * (v_head_dim + 1) * 4
     journal.note(_decode_entry("aiter.mla.mla_decode_fwd", kernel, q, kv_buffer, kv_indptr, spans, True, page_size,

@@ -7,6 +7,7 @@ schedule (get_mla_metadata_v1) built for other q or kv lengths than the call pas
 """
 import torch
 
+from harness.aiter_gfx950 import routing
 from harness.aiter_standin import journal, risks
 from harness.aiter_standin.attention import attend, merge
 from harness.aiter_standin.dtypes import fp32, short_name
@@ -74,9 +75,11 @@ def _check_schedule(works: torch.Tensor, qo_indptr, kv_indptr) -> None:
                      "another sequence's. Build the metadata from this call's qo_indptr and kv_indptr")
 
 
-def _stage1(Q, KV, qo_indptr, kv_indptr, kv_page_indices, num_kv_splits_indptr, work_indptr, work_info_set,
-            max_seqlen_q, softmax_scale, splitData, splitLse, output, q_scale, kv_scale) -> tuple[torch.Tensor, bool]:
-    """Run the stage-1 arithmetic into the caller's buffers; returns (the spans it ran, whether persistent)."""
+def _stage1(kernel, Q, KV, qo_indptr, kv_indptr, kv_page_indices, kv_last_page_lens, num_kv_splits_indptr,
+            work_meta_data, work_indptr, work_info_set, max_seqlen_q, softmax_scale, splitData, splitLse, output,
+            q_scale, kv_scale) -> tuple[torch.Tensor, bool]:
+    """Run stage 1 into the caller's buffers (aiter's kernel emulated where routing says so, else the torch
+    arithmetic); returns (the spans it ran, whether persistent)."""
     persistent = num_kv_splits_indptr is None
     heads, v_dim = Q.shape[1], output.shape[-1]
     kv_rows = KV.reshape(-1, KV.shape[-1])
@@ -88,6 +91,12 @@ def _stage1(Q, KV, qo_indptr, kv_indptr, kv_page_indices, num_kv_splits_indptr, 
         spans, partial = works[:, 2:6], works[:, 1]
     else:
         spans, partial = _split_spans(qo_indptr, kv_indptr, num_kv_splits_indptr, splitData.shape[1])
+    routing.note_risk(risks.ranked_risk(kernel))
+    if routing.emulates(kernel):
+        routing.run_stage1(kernel, Q, KV, qo_indptr, kv_indptr, kv_page_indices, kv_last_page_lens,
+                           num_kv_splits_indptr, work_meta_data, work_indptr, work_info_set, max_seqlen_q,
+                           softmax_scale, splitData, splitLse, output, q_scale, kv_scale)
+        return spans, persistent
     out, lse = attend(Q, kv_rows, kv_page_indices, spans.to(Q.device), q_scale=q_scale, kv_scale=kv_scale,
                       sm_scale=softmax_scale, v_dim=v_dim)
     if persistent:
@@ -184,8 +193,9 @@ def mla_decode_stage1_asm_fwd(Q, KV, qo_indptr, kv_indptr, kv_page_indices, kv_l
     q_type, kv_type = _check_stage1(Q, KV, kv_indptr, kv_page_indices, page_size, nhead_kv, q_scale, kv_scale)
     persistent = num_kv_splits_indptr is None
     kernel = pick(q_type, kv_type, Q.shape[1] // nhead_kv, persistent, max_seqlen_q)
-    spans, _ = _stage1(Q, KV, qo_indptr, kv_indptr, kv_page_indices, num_kv_splits_indptr, work_indptr,
-                       work_info_set, max_seqlen_q, softmax_scale, splitData, splitLse, output, q_scale, kv_scale)
+    spans, _ = _stage1(kernel, Q, KV, qo_indptr, kv_indptr, kv_page_indices, kv_last_page_lens,
+                       num_kv_splits_indptr, work_meta_data, work_indptr, work_info_set, max_seqlen_q,
+                       softmax_scale, splitData, splitLse, output, q_scale, kv_scale)
     journal.note(_decode_entry("aiter.mla_decode_stage1_asm_fwd", kernel, Q, KV, kv_indptr, spans, persistent,
                                page_size, splitData.shape[1] if not persistent else None, launches=1,
                                written=journal.tensor_bytes(splitData, splitLse)))
@@ -209,4 +219,4 @@ def _decode_entry(api, kernel, Q, KV, kv_indptr, spans, persistent, page_size, s
                          page_size=page_size, num_kv_splits=splits, batch=kv_indptr.numel() - 1,
                          total_q=Q.shape[0], total_kv=int(kv_indptr[-1]) * page_size,
                          bytes_read=journal.tensor_bytes(Q) + kv_read, bytes_written=written, launches=launches,
-                         warning=risks.ranked_risk(kernel))
+                         warning=risks.RACY_A8W8_TEXT if kernel == risks.RACY_A8W8 else None)

@@ -24,6 +24,7 @@ import resource
 import signal
 import sys
 
+from harness.aiter_gfx950 import routing as aiter_routing
 from harness.aiter_standin import loader as aiter_standin
 from harness.emulator import cuda_on_cpu, launch_hip, launch_triton
 from harness.run import accuracy, faults, interpreter
@@ -409,6 +410,7 @@ def child_main(argv: list[str] | None = None) -> int:
         if escaped:
             reply = {"ok": False, "status": "error", "message": "started a process that left its session (setsid) to "
                      f"outlive the run: {escaped[0]} (killed)", "import_failed": False}
+        aiter_routing.annotate(reply)  # aiter emulated or modelled in torch, and its risks: into the case's words
         reply["standin"] = "aiter" if aiter_standin.served() else None
         reply["emulated"] = launch_hip.summary()
         reply["nonce"] = request.get("nonce")

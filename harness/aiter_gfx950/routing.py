@@ -1,0 +1,119 @@
+"""Whether a stand-in aiter call runs aiter's own kernel on the emulator or the torch model, and what ran.
+
+Emulated: in a child on the CPU (MLA_DEVICE=cpu), or one told to
+emulate gfx950 (HARNESS_EMULATE_GFX950=1, --device gfx950), when the
+pinned wheel is unpacked (package.py). Elsewhere the torch stand-in
+stays (fast) and says "aiter modelled in torch". HARNESS_AITER=torch
+or =emulate overrides the choice. Each call's words are kept until
+the child takes them (take_lines) for the case's message.
+"""
+import os
+
+from harness.aiter_gfx950 import package, races, stage1
+from harness.emulator.errors import EmulationFault
+from harness.emulator import launch as emulator_launch
+
+ENV = "HARNESS_AITER"
+QUANTUM = 1  # waves of a workgroup in lockstep: the kernels' LDS windows need waves that keep pace
+MODELLED = "aiter modelled in torch (the harness's stand-in: correctness only)"
+_seen: dict = {"emulated": [], "modelled": [], "not covered": [], "risks": [], "windows": [],
+               "pairs": {}}
+
+
+def mode() -> str:
+    """'emulate' or 'torch' for this process."""
+    forced = os.environ.get(ENV)
+    if forced in ("emulate", "torch"):
+        return forced
+    wanted = os.environ.get("MLA_DEVICE") == "cpu" or os.environ.get("HARNESS_EMULATE_GFX950") == "1"
+    return "emulate" if wanted and package.missing() is None else "torch"
+
+
+def emulates(kernel: str) -> bool:
+    """Whether this call's stage 1 runs on the emulator here (else it is noted as modelled)."""
+    if mode() != "emulate":
+        _note("modelled", kernel)
+        return False
+    if not stage1.covered(kernel):
+        _note("not covered", kernel)
+        return False
+    return True
+
+
+def note_risk(text: str | None) -> None:
+    """A ranked-mode risk of the call's kernel (harness/aiter_standin/risks.py), for the case's message."""
+    if text:
+        _note("risks", text)
+
+
+def _note(kind: str, value: str) -> None:
+    if value not in _seen[kind]:
+        _seen[kind].append(value)
+
+
+def run_stage1(kernel: str, *args, **kwargs) -> None:
+    """stage1.run at the lockstep quantum; a race stops the call naming the kernel and both instructions."""
+    entry = package.pinned()["code_objects"][kernel]
+    kept = emulator_launch.WAVE_QUANTUM
+    emulator_launch.WAVE_QUANTUM = QUANTUM
+    try:
+        launch = stage1.run(kernel, *args, let_through=entry.get("lds_races_let_through"), **kwargs)
+    except EmulationFault as fault:
+        fault.message = (f"aiter's {kernel}.co (amd-aiter {package.version()}, emulated on gfx950): "
+                         f"{fault.message}")
+        fault.args = (fault.describe(),)
+        raise
+    finally:
+        emulator_launch.WAVE_QUANTUM = kept
+    _note("emulated", kernel)
+    if launch.windows:
+        _note("windows", kernel)
+        pairs = _seen["pairs"].setdefault(kernel, [])
+        pairs += [pair for pair in launch.windows if pair not in pairs]
+
+
+def emulated_line() -> str:
+    """'aiter emulated (gfx950; amd-aiter <version> code objects; <kernels>): correctness only' + sha256s."""
+    objects = package.pinned()["code_objects"]
+    names = _seen["emulated"]
+    digests = "; ".join(
+        f"{name}.co sha256 {objects[name]['package']['sha256'][:16]}"
+        + (f" (differs from the runner's pin {objects[name]['pin']['commit'][:10]}: "
+           f"{objects[name]['pin']['sha256'][:16]})" if objects[name]["differs_from_pin"]
+           else " (as at the runner's pin)")
+        for name in names)
+    return (f"aiter emulated (gfx950; amd-aiter {package.version()} code objects; {', '.join(names)}): "
+            f"correctness only; {digests}")
+
+
+def take_lines() -> list[str]:
+    """The warning lines for what ran since the last take (then forgotten)."""
+    lines = []
+    if _seen["emulated"]:
+        lines.append(emulated_line())
+    objects = package.pinned()["code_objects"]
+    for kernel in _seen["windows"]:
+        pairs = _seen["pairs"][kernel]
+        lines.append(f"LDS races let through in {kernel} ({len(pairs)} instruction pairs, first "
+                     f"{pairs[0]}; schedule assumed: {races.SCHEDULE}): "
+                     f"{objects[kernel]['lds_races_let_through']}")
+    if _seen["modelled"]:
+        lines.append(f"{MODELLED}: {', '.join(_seen['modelled'])}"
+                     + ("" if mode() == "torch" and os.environ.get("MLA_DEVICE") != "cpu" else
+                        f" ({package.missing() or 'HARNESS_AITER=torch'})"))
+    for kernel in _seen["not covered"]:
+        lines.append(f"not covered: {kernel} (no code object of it is emulated; aiter modelled in torch)")
+    lines += [f"ranked-mode risk: {text}" for text in _seen["risks"]]
+    for kept in _seen.values():
+        kept.clear()
+    return lines
+
+
+def annotate(reply: dict) -> None:
+    """Add what ran to a child's reply: warning lines under a case's message (the run's warnings and
+    record take them from there); a failed call's own message already names the kernel."""
+    lines = take_lines()
+    result = reply.get("result") if reply.get("ok") else None
+    if lines and isinstance(result, dict) and isinstance(result.get("message"), str):
+        words = "\n".join(f"warning: {line}" for line in lines)
+        result["message"] = f"{result['message']}\n{words}" if result["message"] else words

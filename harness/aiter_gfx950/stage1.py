@@ -1,0 +1,85 @@
+"""aiter's MLA stage-1 asm kernels from the wheel's code objects, run on the gfx950 emulator.
+
+run() takes mla_decode_stage1_asm_fwd's arguments (the stand-in has
+checked them and picked the kernel) and launches that kernel as the
+wheel's asm_mla.cu does: its argument block (kernargs.py), grid
+(q tiles x batch x splits; persistent: one workgroup per work_indptr
+slot) and 256 threads. The persistent kernels read their schedule
+through STP: the caller's work_meta_data, else a 10-entry block
+[work_indptr, work_info_set, 0 ...] as the host code allocates.
+An LDS race stops the launch with both instructions named (races.py).
+"""
+import dataclasses
+import functools
+import time
+
+import torch
+
+from harness.aiter_gfx950 import kernargs, package, races
+from harness.emulator.code_object import load_code_object
+from harness.emulator.launch import HostMemory, run_kernel
+
+MARK = "gfx950 emulated (CPU): correctness only"
+
+
+@dataclasses.dataclass
+class Launch:
+    """One emulated stage-1 launch: what ran, on what grid, for how long."""
+    kernel: str
+    grid: tuple
+    seconds: float
+    counts: object
+    windows: list  # LDS races let through, both instructions named
+
+
+def covered(kernel: str) -> bool:
+    """Whether `kernel` (the stand-in's pick) is one this package emulates."""
+    return kernel in package.pinned()["code_objects"]
+
+
+@functools.lru_cache(maxsize=None)
+def _code(kernel: str):
+    return load_code_object(package.code_object_path(kernel).read_bytes())
+
+
+def _memory(tensors: dict) -> HostMemory:
+    memory = HostMemory()
+    for name, tensor in tensors.items():
+        if tensor is not None:
+            memory.add_tensor(tensor, name)
+    return memory
+
+
+def run(kernel: str, Q, KV, qo_indptr, kv_indptr, kv_page_indices, kv_last_page_lens,
+        num_kv_splits_indptr, work_meta_data, work_indptr, work_info_set, max_seqlen_q,
+        softmax_scale, splitData, splitLse, output, q_scale=None, kv_scale=None,
+        let_through: str | None = None) -> Launch:
+    """Launch `kernel` on the emulator; the results land in the caller's tensors. An LDS race
+    stops it, unless `let_through` says why not (the pairs are then in Launch.windows)."""
+    entry = package.pinned()["code_objects"][kernel]
+    persistent = num_kv_splits_indptr is None
+    tensors = {"Q": Q, "KV": KV, "qo_indptr": qo_indptr, "kv_indptr": kv_indptr,
+               "kv_page_indices": kv_page_indices, "kv_last_page_lens": kv_last_page_lens,
+               "num_kv_splits_indptr": num_kv_splits_indptr, "work_meta_data": work_meta_data,
+               "work_indptr": work_indptr, "work_info_set": work_info_set, "splitData": splitData,
+               "splitLse": splitLse, "output": output, "q_scale": q_scale, "kv_scale": kv_scale}
+    work_groups = None
+    if persistent:
+        work_groups = work_indptr.shape[0] - 1
+        if work_meta_data is None:  # asm_mla.cu's own block of the two pointers
+            work_meta_data = torch.zeros(kernargs.PS_META_ENTRIES, dtype=torch.int64)
+            work_meta_data[0], work_meta_data[1] = work_indptr.data_ptr(), work_info_set.data_ptr()
+            tensors["ps_meta_data"] = work_meta_data
+        steering = work_meta_data.data_ptr()
+    else:
+        steering = num_kv_splits_indptr.data_ptr()
+    fields = kernargs.values(Q, KV, qo_indptr, kv_indptr, kv_page_indices, kv_last_page_lens,
+                             steering, max_seqlen_q, softmax_scale, splitData, splitLse, output,
+                             q_scale, kv_scale)
+    grid = kernargs.grid(entry["sub_q"], Q.shape[1] // KV.shape[2], max_seqlen_q,
+                         qo_indptr.shape[0] - 1, splitData.shape[1], work_groups)
+    started = time.perf_counter()
+    with races.named_pairs(let_through) as windows:
+        counts = run_kernel(_code(kernel), entry["symbol"], grid, kernargs.BLOCK,
+                            kernargs.pack(fields), memory=_memory(tensors))
+    return Launch(kernel, grid, time.perf_counter() - started, counts, windows)
