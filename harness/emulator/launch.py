@@ -1,6 +1,7 @@
 """run_kernel: a grid of workgroups on the CPU. Waves of a workgroup take turns and meet at
 s_barrier; workgroups run one after another until one runs long, then side by side (so a
 workgroup spinning on another's flag lets that one run); no progress anywhere is a hang."""
+import os
 import struct
 import time
 
@@ -11,6 +12,8 @@ from .counts import LaunchCounts
 from .errors import EmulationFault, NotEmulated
 from .executor import Executors
 from .lds import LDS_BYTES, LDS
+from .native import capture, runner
+from .native.program import native_program
 from .memory import HostMemory
 from .operands import PRIVATE_APERTURE, SHARED_APERTURE
 from .scratch import Scratch
@@ -44,6 +47,7 @@ class Launch:
         self.waves_per_group = -(-self.threads // LANES)
         self.private_bytes = private_bytes(info)
         self.waves_started = 0
+        self.native = None  # runner.LaunchState when the C fast path runs this launch
 
 
 def private_bytes(info: KernelInfo) -> int:
@@ -105,6 +109,8 @@ class Workgroup:
         # architected flat scratch: the wave's own private segment, its base in FLAT_SCRATCH
         wave.scratch = Scratch(launch.private_bytes, f"scratch of wave {launch.waves_started}")
         wave.set_sgpr64(FLAT_SCRATCH, wave.scratch.address)
+        if launch.native is not None:
+            launch.native.attach(wave)
         launch.waves_started += 1
         return wave
 
@@ -120,7 +126,7 @@ class Workgroup:
                 if wave.done or wave.at_barrier:
                     continue
                 before = wave.progress
-                used += run_wave(self.launch, wave, WAVE_QUANTUM)
+                used += (runner.run_wave if self.launch.native else run_wave)(self.launch, wave, WAVE_QUANTUM)
                 progress += wave.progress - before + wave.done
             waiting = [w for w in self.waves if not w.done]
             if waiting and all(w.at_barrier for w in waiting):
@@ -204,7 +210,12 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
              (code.image, "code object globals")]
     for array, label in owned:
         memory.add_array(array, label)
+    if os.environ.get(capture.ENV):
+        capture.save(code, name, grid, block, kernarg, dynamic_lds, memory)
     launch = Launch(code, info, grid, block, memory, max(lds_size, 4))
+    native = native_program(code)
+    if native is not None:
+        launch.native = runner.LaunchState(native, memory, len(launch.instructions))
     setup = (initial_sgprs(info, packet.ctypes.data, queue.ctypes.data, segment.ctypes.data, segment), None)
     counts = LaunchCounts(info.name, grid, block, launch.waves_per_group, grid[0] * grid[1] * grid[2])
     started = time.perf_counter()
@@ -216,6 +227,8 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
             memory.remove_region(array.ctypes.data)
         counts.seconds = time.perf_counter() - started
         launch.executors.spread_hits(launch.hits)
+        if launch.native is not None:
+            launch.native.finish(launch.hits, launch.bytes_moved)
         counts.add_hits(launch.instructions, launch.hits)
         counts.bytes = dict(launch.bytes_moved)
     return counts

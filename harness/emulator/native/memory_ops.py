@@ -1,0 +1,131 @@
+"""C for the common memory instructions: global_load/store_dword(x2/x4), ds_read/write (b32, b64,
+b128, read2/write2), ds_bpermute_b32. Bounds and the LDS race are checked in C first, before
+anything changes; a lane that fails hands the instruction to its numpy executor, which raises
+the fault with its own words (so the checkers read the same on both paths)."""
+from .scalar import Skip, operand, sread
+
+GLOBAL_SIZES = {"dword": 4, "dwordx2": 8, "dwordx4": 16}
+DS_SIZES = {"b32": 4, "b64": 8, "b128": 16}
+
+
+def global_address(ins, address_text: str, base_text: str) -> str:
+    """C for lane l's 64-bit address (vmem.global_address)."""
+    offset = int(ins.modifiers.get("offset", "0"), 0) & 0xFFFFFFFFFFFFFFFF
+    base = operand(base_text)
+    vaddr = operand(address_text)
+    if base.kind == "null":
+        if vaddr.kind != "v":
+            raise Skip(address_text)
+        return f"(V64({vaddr.index}, l) + {offset}ull)"
+    if vaddr.kind != "v":
+        raise Skip(address_text)
+    return f"({sread(base_text, 64)} + (uint64_t){offset}ull + (uint64_t)V({vaddr.index})[l])"
+
+
+def only(ins, allowed) -> None:
+    if set(ins.modifiers) - set(allowed):
+        raise Skip(ins.mnemonic)
+
+
+def global_op(ins, name):
+    parts = name.split("_")
+    if len(parts) != 2 or parts[1] not in GLOBAL_SIZES or len(ins.operands) != 3:
+        raise Skip(name)
+    only(ins, ("offset",))
+    size = GLOBAL_SIZES[parts[1]]
+    words = size // 4
+    if parts[0] == "load":
+        row = operand(ins.operands[0])
+        address = global_address(ins, ins.operands[1], ins.operands[2])
+        return (f"{{ uint64_t ex = EXEC64, at[64];"
+                f" for (int l = 0; l < 64; l++) at[l] = {address};"
+                f" if (!lanes_inside(st, at, ex, {size})) FALLBACK;"
+                f" for (int l = 0; l < 64; l++) if (ex >> l & 1) {{ uint32_t w_[{words}];"
+                f" memcpy(w_, (const void *)(uintptr_t)at[l], {size});"
+                f" for (int k = 0; k < {words}; k++) V({row.index} + k)[l] = w_[k]; }}"
+                f" st->bytes[GLOBAL_LOAD] += {size} * __builtin_popcountll(ex); }}")
+    if parts[0] == "store":
+        row = operand(ins.operands[1])
+        address = global_address(ins, ins.operands[0], ins.operands[2])
+        return (f"{{ uint64_t ex = EXEC64, at[64];"
+                f" for (int l = 0; l < 64; l++) at[l] = {address};"
+                f" if (!lanes_inside(st, at, ex, {size})) FALLBACK;"
+                f" for (int l = 0; l < 64; l++) if (ex >> l & 1) {{ uint32_t w_[{words}];"
+                f" for (int k = 0; k < {words}; k++) w_[k] = V({row.index} + k)[l];"
+                f" memcpy((void *)(uintptr_t)at[l], w_, {size}); }}"
+                f" st->bytes[GLOBAL_STORE] += {size} * __builtin_popcountll(ex); st->progress++; }}")
+    raise Skip(name)
+
+
+def lds_addresses(text: str, offset: int) -> str:
+    row = operand(text)
+    if row.kind != "v":
+        raise Skip(text)
+    return f"for (int l = 0; l < 64; l++) at[l] = (int64_t)V({row.index})[l] + {offset};"
+
+
+def byte_offsets(ins, scale: int | None) -> list[int]:
+    """ds_read/ds_write: [offset]; read2/write2: offset0 and offset1 times the scale."""
+    if scale is None:
+        return [int(ins.modifiers.get("offset", "0"), 0)]
+    return [int(ins.modifiers.get(f"offset{k}", "0"), 0) * scale for k in (0, 1)]
+
+
+def ds_read(ins, size: int, scale: int | None = None) -> str:
+    """One access per offset (read2: two); each lane's words land in consecutive rows."""
+    row = operand(ins.operands[0])
+    if row.kind != "v":
+        raise Skip(ins.operands[0])
+    declared, checks, moves = [], [], []
+    for k, offset in enumerate(byte_offsets(ins, scale)):  # every address before any row changes
+        declared.append(lds_addresses(ins.operands[1], offset).replace("at[l]", f"at{k}[l]"))
+        checks.append(f"if (!lds_read_ok(st, at{k}, ex, {size})) FALLBACK;")
+        moves.append(f"lds_read(st, at{k}, ex, {size}, V({row.index + k * size // 4}));")
+    arrays = ", ".join(f"at{k}[64]" for k in range(len(moves)))
+    return (f"{{ uint64_t ex = EXEC64; int64_t {arrays}; {' '.join(declared)} {' '.join(checks)}"
+            f" {' '.join(moves)} st->bytes[LDS_READ] += {size * len(moves)} * __builtin_popcountll(ex); }}")
+
+
+def ds_write(ins, size: int, sources, scale: int | None = None) -> str:
+    """Each access checked then written in turn, as ds.py does (write2: the first lands before
+    the second is checked; a fallback there redoes the first unchanged)."""
+    parts = []
+    for text, offset in zip(sources, byte_offsets(ins, scale)):
+        source = operand(text)
+        if source.kind != "v":
+            raise Skip(text)
+        parts.append((lds_addresses(ins.operands[0], offset), source.index))
+    body = " ".join(f"{{ int64_t at[64]; {at} if (!lds_write(st, at, ex, {size}, V({first})))"
+                    " FALLBACK; }" for at, first in parts)
+    return (f"{{ uint64_t ex = EXEC64; {body}"
+            f" st->bytes[LDS_WRITE] += {size * len(parts)} * __builtin_popcountll(ex); }}")
+
+
+def bpermute(ins) -> str:
+    destination, address, source = (operand(t) for t in ins.operands)
+    if destination.kind != "v" or address.kind != "v" or source.kind != "v":
+        raise Skip("bpermute")
+    offset = int(ins.modifiers.get("offset", "0"), 0)
+    return (f"{{ uint64_t ex = EXEC64; uint32_t t[64]; for (int l = 0; l < 64; l++) {{"
+            f" int k = (int)((((int64_t)V({address.index})[l] + {offset}) >> 2) & 63);"
+            f" t[l] = (ex >> k & 1) ? V({source.index})[k] : 0u; }}"
+            f" put(V({destination.index}), t, ex); }}")
+
+
+def ds(ins, name):
+    only(ins, ("offset", "offset0", "offset1"))
+    parts = name.split("_")
+    if name == "bpermute_b32":
+        return bpermute(ins)
+    if len(parts) == 2 and parts[1] in DS_SIZES:
+        if parts[0] == "read":
+            return ds_read(ins, DS_SIZES[parts[1]])
+        if parts[0] == "write":
+            return ds_write(ins, DS_SIZES[parts[1]], ins.operands[1:2])
+    if parts[0] in ("read2", "write2", "read2st64", "write2st64") and parts[1] in ("b32", "b64"):
+        size = DS_SIZES[parts[1]]
+        scale = size * (64 if "st64" in parts[0] else 1)
+        if parts[0].startswith("read"):
+            return ds_read(ins, size, scale)
+        return ds_write(ins, size, ins.operands[1:3], scale)
+    raise Skip(name)

@@ -1,0 +1,204 @@
+/* The fast path's shared C: the wave state (the numpy arrays' own memory, by pointer), the
+   checks before a memory access, and the per-lane helpers the translated instructions use. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    uint32_t *v;          /* VGPRs then AGPRs, [rows][64] */
+    uint32_t *s;          /* 128 SGPRs (a copy of the wave's list while C runs) */
+    int64_t scc, status, executed, progress;
+    uint8_t *lds;
+    int64_t lds_size, checked, mine, current;
+    int64_t *written, *read_by;     /* the LDS race tags (lds.py), when checked */
+    const uint64_t *starts, *ends;  /* HostMemory's regions, sorted */
+    int64_t regions;
+    int64_t *bytes;       /* bytes moved, by BYTE_KINDS */
+} State;
+
+enum { SCALAR_LOAD, GLOBAL_LOAD, GLOBAL_STORE, LDS_READ, LDS_WRITE };
+enum { BUDGET_STOP, NEED_NUMPY, BARRIER_STOP, END_STOP };
+#define MANY_TAG 0xFFFEll
+
+#define V(r) (Vb + (int64_t)(r) * 64)
+#define S64(i) ((uint64_t)S[i] | (uint64_t)S[(i) + 1] << 32)
+#define V64(r, l) ((uint64_t)V(r)[l] | (uint64_t)V((r) + 1)[l] << 32)
+#define EXEC64 S64(126)
+#define BELOW(l) ((1ull << (l)) - 1ull)
+
+static inline float F(uint32_t x) { float f; memcpy(&f, &x, 4); return f; }
+static inline uint32_t U(float f) { uint32_t x; memcpy(&x, &f, 4); return x; }
+
+static inline void put(uint32_t *d, const uint32_t *t, uint64_t ex) {
+    if (ex == ~0ull) { memcpy(d, t, 256); return; }
+    for (int l = 0; l < 64; l++) d[l] = (ex >> l & 1) ? t[l] : d[l];
+}
+
+static inline void put64(uint32_t *lo, uint32_t *hi, const uint64_t *t, uint64_t ex) {
+    for (int l = 0; l < 64; l++)
+        if (ex >> l & 1) { lo[l] = (uint32_t)t[l]; hi[l] = (uint32_t)(t[l] >> 32); }
+}
+
+/* v_min/v_max_f32: a NaN loses (both NaN: the first), -0 below +0 */
+static inline float vmin(float a, float b) {
+    if (a == 0 && b == 0) return signbit(a) ? a : b;
+    if (isnan(a)) return isnan(b) ? a : b;
+    if (isnan(b)) return a;
+    return b < a ? b : a;
+}
+static inline float vmax(float a, float b) {
+    if (a == 0 && b == 0) return signbit(a) ? b : a;
+    if (isnan(a)) return isnan(b) ? a : b;
+    if (isnan(b)) return a;
+    return b > a ? b : a;
+}
+
+static inline int32_t mini(uint32_t a, uint32_t b) { return (int32_t)a < (int32_t)b ? (int32_t)a : (int32_t)b; }
+static inline int32_t maxi(uint32_t a, uint32_t b) { return (int32_t)a > (int32_t)b ? (int32_t)a : (int32_t)b; }
+static inline uint32_t minu(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t maxu(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline int64_t sext24(uint32_t x) { return (int64_t)((int32_t)(x << 8) >> 8); }
+static inline int64_t abs32(int32_t x) { return x < 0 ? -(int64_t)x : x; }
+static inline int ovf_add(uint32_t a, uint32_t b) {
+    int64_t t = (int64_t)(int32_t)a + (int32_t)b; return t < INT32_MIN || t > INT32_MAX;
+}
+static inline int ovf_sub(uint32_t a, uint32_t b) {
+    int64_t t = (int64_t)(int32_t)a - (int32_t)b; return t < INT32_MIN || t > INT32_MAX;
+}
+
+/* float -> int as cvt_f32_to_int: truncate, NaN to 0, clamp */
+static inline uint32_t to_u32(double x) {
+    if (isnan(x)) return 0; x = trunc(x);
+    return x <= 0 ? 0u : x >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)x;
+}
+static inline uint32_t to_i32(double x) {
+    if (isnan(x)) return 0; x = trunc(x);
+    return x <= -2147483648.0 ? 0x80000000u : x >= 2147483647.0 ? 0x7FFFFFFFu : (uint32_t)(int32_t)x;
+}
+
+/* SALU bfe: offset in the low bits, size in [22:16] */
+static inline uint32_t bfe_u32(uint32_t a, uint32_t c) {
+    uint32_t off = c & 31, size = c >> 16 & 0x7F;
+    if (!size) return 0;
+    uint32_t f = a >> off;
+    return size < 32 ? f & ((1u << size) - 1u) : f;
+}
+static inline uint32_t bfe_i32(uint32_t a, uint32_t c) {
+    uint32_t off = c & 31, size = c >> 16 & 0x7F;
+    if (!size) return 0;
+    int64_t f = (int64_t)((int32_t)a >> off);
+    if (size >= 32) return (uint32_t)f;
+    f &= (1ll << size) - 1;
+    if (f >> (size - 1) & 1) f -= 1ll << size;
+    return (uint32_t)f;
+}
+static inline uint64_t bfe_u64(uint64_t a, uint32_t c) {
+    uint32_t off = c & 63, size = c >> 16 & 0x7F;
+    if (!size) return 0;
+    uint64_t f = a >> off;
+    return size < 64 ? f & ((1ull << size) - 1ull) : f;
+}
+
+/* v_bfe: offset and width from their own sources, 5 bits each */
+static inline uint32_t vbfe(uint32_t a, uint32_t o, uint32_t w, int is_signed) {
+    o &= 31; w &= 31;
+    if (!w) return 0;
+    int64_t f = (int64_t)(a >> o) & ((1ll << w) - 1);
+    if (is_signed) { int64_t top = 1ll << (w - 1); f = (f ^ top) - top; }
+    return (uint32_t)f;
+}
+
+static inline uint32_t perm(uint32_t s0, uint32_t s1, uint32_t sel) {
+    uint32_t out = 0;
+    for (int k = 0; k < 4; k++) {
+        uint32_t pick = sel >> (8 * k) & 0xFF, byte;
+        if (pick > 13) pick = 13;
+        if (pick < 4) byte = s1 >> (8 * pick) & 0xFF;
+        else if (pick < 8) byte = s0 >> (8 * (pick - 4)) & 0xFF;
+        else if (pick < 12) {
+            uint32_t which = 2 * (pick - 8) + 1;  /* bytes 1, 3, 5, 7 of {s0, s1} */
+            uint32_t src = which < 4 ? s1 >> (8 * which) : s0 >> (8 * (which - 4));
+            byte = (src >> 7 & 1) ? 0xFF : 0x00;
+        } else byte = pick == 12 ? 0x00 : 0xFF;
+        out |= byte << (8 * k);
+    }
+    return out;
+}
+
+/* HostMemory: [at, at + n) inside one region */
+static int inside(const State *st, uint64_t at, uint64_t n) {
+    int64_t lo = 0, hi = st->regions - 1, found = -1;
+    while (lo <= hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (st->starts[mid] <= at) { found = mid; lo = mid + 1; } else hi = mid - 1;
+    }
+    return found >= 0 && at + n <= st->ends[found];
+}
+
+static int lanes_inside(const State *st, const uint64_t *at, uint64_t ex, uint64_t n) {
+    for (int l = 0; l < 64; l++)
+        if ((ex >> l & 1) && !inside(st, at[l], n)) return 0;
+    return 1;
+}
+
+static int lds_in_range(const State *st, const int64_t *at, uint64_t ex, int64_t n) {
+    for (int l = 0; l < 64; l++)
+        if ((ex >> l & 1) && (at[l] < 0 || at[l] > st->lds_size - n)) return 0;
+    return 1;
+}
+
+static inline int clash(const State *st, int64_t tag) { return tag >= st->current && tag != st->mine; }
+
+static int lds_read_ok(const State *st, const int64_t *at, uint64_t ex, int64_t n) {
+    if (!lds_in_range(st, at, ex, n)) return 0;
+    if (!st->checked) return 1;
+    for (int l = 0; l < 64; l++)
+        if (ex >> l & 1)
+            for (int64_t b = 0; b < n; b++)
+                if (clash(st, st->written[at[l] + b])) return 0;
+    return 1;
+}
+
+/* checked by lds_read_ok first; words of lane l go to rows row0, row0 + 1, ... */
+static void lds_read(State *st, const int64_t *at, uint64_t ex, int64_t n, uint32_t *row0) {
+    int64_t words = n / 4;
+    for (int l = 0; l < 64; l++) {
+        if (!(ex >> l & 1)) continue;
+        uint32_t w_[4];
+        memcpy(w_, st->lds + at[l], n);
+        for (int64_t k = 0; k < words; k++) row0[k * 64 + l] = w_[k];
+        if (st->checked)
+            for (int64_t b = 0; b < n; b++) {
+                int64_t *tag = &st->read_by[at[l] + b];
+                *tag = clash(st, *tag) ? (st->current | MANY_TAG) : st->mine;
+            }
+    }
+}
+
+/* lds.py's write: bytes already there are no race; all checked before any lands */
+static int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0) {
+    if (!lds_in_range(st, at, ex, n)) return 0;
+    int64_t words = n / 4;
+    uint8_t data[64][16];
+    for (int l = 0; l < 64; l++) {
+        if (!(ex >> l & 1)) continue;
+        uint32_t w_[4];
+        for (int64_t k = 0; k < words; k++) w_[k] = row0[k * 64 + l];
+        memcpy(data[l], w_, n);
+    }
+    if (st->checked) {
+        for (int l = 0; l < 64; l++)
+            if (ex >> l & 1)
+                for (int64_t b = 0; b < n; b++)
+                    if (st->lds[at[l] + b] != data[l][b] &&
+                        (clash(st, st->written[at[l] + b]) || clash(st, st->read_by[at[l] + b])))
+                        return 0;
+        for (int l = 0; l < 64; l++)
+            if (ex >> l & 1)
+                for (int64_t b = 0; b < n; b++)
+                    if (st->lds[at[l] + b] != data[l][b]) st->written[at[l] + b] = st->mine;
+    }
+    for (int l = 0; l < 64; l++)
+        if (ex >> l & 1) memcpy(st->lds + at[l], data[l], n);
+    return 1;
+}

@@ -1,0 +1,263 @@
+"""C for the VALU: elementwise ops of valu_ops.OPS on 32-bit (and a few 64-bit) lanes, v_cmp /
+v_cmpx, v_cndmask, carries, v_readlane / readfirstlane, v_mbcnt. One loop over 64 lanes into a
+temporary, then a write under EXEC (what the numpy executors do, lane by lane)."""
+from ..operands import constant_bits
+from ..valu import ACCUMULATE, base_name
+from ..valu_ops import OPS
+from .scalar import Skip, operand, sread, swrite
+
+SIGN = {32: 0x80000000, 64: 0x8000000000000000}
+F, I, U, B = "f32", "i32", "u32", "b32"
+# name -> (result type, source types, C on a, b, c: the sources' bits per lane)
+EXPRESSIONS = {
+    "add_f32": (F, [F, F], "U(F(a) + F(b))"), "sub_f32": (F, [F, F], "U(F(a) - F(b))"),
+    "subrev_f32": (F, [F, F], "U(F(b) - F(a))"), "mul_f32": (F, [F, F], "U(F(a) * F(b))"),
+    "min_f32": (F, [F, F], "U(vmin(F(a), F(b)))"), "max_f32": (F, [F, F], "U(vmax(F(a), F(b)))"),
+    "fma_f32": (F, [F, F, F], "U(fmaf(F(a), F(b), F(c)))"),
+    "fmac_f32": (F, [F, F, F], "U(fmaf(F(a), F(b), F(c)))"),
+    "fmamk_f32": (F, [F, F, F], "U(fmaf(F(a), F(b), F(c)))"),
+    "fmaak_f32": (F, [F, F, F], "U(fmaf(F(a), F(b), F(c)))"),
+    "min3_f32": (F, [F, F, F], "U(vmin(vmin(F(a), F(b)), F(c)))"),
+    "max3_f32": (F, [F, F, F], "U(vmax(vmax(F(a), F(b)), F(c)))"),
+    "ldexp_f32": (F, [F, I], "U((float)ldexp((double)F(a), (int32_t)b))"),
+    "mov_b32": (B, [B], "a"), "not_b32": (B, [B], "~a"),
+    "cvt_f32_i32": (F, [I], "U((float)(int32_t)a)"), "cvt_f32_u32": (F, [U], "U((float)a)"),
+    "cvt_u32_f32": (U, [F], "to_u32((double)F(a))"),
+    "cvt_i32_f32": (I, [F], "to_i32((double)F(a))"),
+    "cvt_f32_ubyte0": (F, [U], "U((float)(a & 0xFFu))"),
+    "cvt_f32_ubyte1": (F, [U], "U((float)(a >> 8 & 0xFFu))"),
+    "cvt_f32_ubyte2": (F, [U], "U((float)(a >> 16 & 0xFFu))"),
+    "cvt_f32_ubyte3": (F, [U], "U((float)(a >> 24))"),
+    "trunc_f32": (F, [F], "U(truncf(F(a)))"), "floor_f32": (F, [F], "U(floorf(F(a)))"),
+    "ceil_f32": (F, [F], "U(ceilf(F(a)))"), "rndne_f32": (F, [F], "U(rintf(F(a)))"),
+    "exp_f32": (F, [F], "U((float)exp2((double)F(a)))"),
+    "log_f32": (F, [F], "U((float)log2((double)F(a)))"),
+    "rcp_f32": (F, [F], "U((float)(1.0 / (double)F(a)))"),
+    "rcp_iflag_f32": (F, [F], "U((float)(1.0 / (double)F(a)))"),
+    "sqrt_f32": (F, [F], "U((float)sqrt((double)F(a)))"),
+    "rsq_f32": (F, [F], "U((float)(1.0 / sqrt((double)F(a))))"),
+    "add_u32": (U, [U, U], "a + b"), "sub_u32": (U, [U, U], "a - b"),
+    "subrev_u32": (U, [U, U], "b - a"), "add_i32": (I, [I, I], "a + b"),
+    "sub_i32": (I, [I, I], "a - b"), "mul_lo_u32": (U, [U, U], "a * b"),
+    "mul_lo_i32": (U, [U, U], "a * b"),
+    "mul_hi_u32": (U, [U, U], "(uint32_t)(((uint64_t)a * b) >> 32)"),
+    "mul_hi_i32": (U, [I, I], "(uint32_t)(((int64_t)(int32_t)a * (int32_t)b) >> 32)"),
+    "mul_u32_u24": (U, [U, U], "(a & 0xFFFFFFu) * (b & 0xFFFFFFu)"),
+    "mul_hi_u32_u24": (U, [U, U], "(uint32_t)(((uint64_t)(a & 0xFFFFFFu) * (b & 0xFFFFFFu)) >> 32)"),
+    "mul_i32_i24": (U, [U, U], "(uint32_t)(sext24(a) * sext24(b))"),
+    "mad_u32_u24": (U, [U, U, U], "(a & 0xFFFFFFu) * (b & 0xFFFFFFu) + c"),
+    "min_i32": (I, [I, I], "(int32_t)a < (int32_t)b ? a : b"),
+    "max_i32": (I, [I, I], "(int32_t)a > (int32_t)b ? a : b"),
+    "min_u32": (U, [U, U], "a < b ? a : b"), "max_u32": (U, [U, U], "a > b ? a : b"),
+    "min3_i32": (I, [I, I, I], "(uint32_t)mini(mini(a, b), c)"),
+    "max3_i32": (I, [I, I, I], "(uint32_t)maxi(maxi(a, b), c)"),
+    "min3_u32": (U, [U, U, U], "minu(minu(a, b), c)"),
+    "max3_u32": (U, [U, U, U], "maxu(maxu(a, b), c)"),
+    "med3_i32": (I, [I, I, I], "(uint32_t)maxi(mini(a, b), mini(maxi(a, b), c))"),
+    "med3_u32": (U, [U, U, U], "maxu(minu(a, b), minu(maxu(a, b), c))"),
+    "lshlrev_b32": (B, [U, B], "b << (a & 31)"), "lshrrev_b32": (B, [U, B], "b >> (a & 31)"),
+    "ashrrev_i32": (I, [U, I], "(uint32_t)((int32_t)b >> (a & 31))"),
+    "and_b32": (B, [B, B], "a & b"), "or_b32": (B, [B, B], "a | b"),
+    "xor_b32": (B, [B, B], "a ^ b"), "xnor_b32": (B, [B, B], "~(a ^ b)"),
+    "bfe_u32": (U, [U, U, U], "vbfe(a, b, c, 0)"), "bfe_i32": (U, [U, U, U], "vbfe(a, b, c, 1)"),
+    "bfi_b32": (B, [B, B, B], "(a & b) | (~a & c)"),
+    "bfm_b32": (B, [U, U], "((1u << (a & 31)) - 1u) << (b & 31)"),
+    "alignbit_b32": (B, [B, B, U], "(uint32_t)((((uint64_t)a << 32) | b) >> (c & 31))"),
+    "alignbyte_b32": (B, [B, B, U], "(uint32_t)((((uint64_t)a << 32) | b) >> (8 * (c & 3)))"),
+    "lshl_add_u32": (U, [U, U, U], "(a << (b & 31)) + c"),
+    "add_lshl_u32": (U, [U, U, U], "(a + b) << (c & 31)"),
+    "add3_u32": (U, [U, U, U], "a + b + c"),
+    "lshl_or_b32": (B, [B, U, B], "(a << (b & 31)) | c"),
+    "and_or_b32": (B, [B, B, B], "(a & b) | c"), "or3_b32": (B, [B, B, B], "a | b | c"),
+    "xad_u32": (U, [U, U, U], "(a ^ b) + c"), "perm_b32": (B, [B, B, B], "perm(a, b, c)"),
+    "bcnt_u32_b32": (U, [U, U], "(uint32_t)__builtin_popcount(a) + b"),
+    "lshlrev_b64": ("b64", [U, "b64"], "b << (a & 63)"),
+    "lshrrev_b64": ("b64", [U, "b64"], "b >> (a & 63)"),
+    "ashrrev_i64": ("i64", [U, "i64"], "(uint64_t)((int64_t)b >> (a & 63))"),
+    "lshl_add_u64": ("u64", ["u64", U, "u64"], "(a << (b & 7)) + c"),
+    "mov_b64": ("b64", ["b64"], "a"),
+}
+FLOAT_TESTS = {"f": "0", "lt": "x < y", "eq": "x == y", "le": "x <= y", "gt": "x > y",
+               "lg": "(x < y) || (x > y)", "ge": "x >= y", "o": "!isnan(x) && !isnan(y)",
+               "u": "isnan(x) || isnan(y)", "nge": "!(x >= y)", "nlg": "!((x < y) || (x > y))",
+               "ngt": "!(x > y)", "nle": "!(x <= y)", "neq": "!(x == y)", "nlt": "!(x < y)",
+               "tru": "1"}
+INT_TESTS = {"f": "0", "lt": "x < y", "eq": "x == y", "le": "x <= y", "gt": "x > y",
+             "ne": "x != y", "ge": "x >= y", "t": "1"}
+TYPES = {"f32": ("float", "F"), "i32": ("int32_t", "(int32_t)"), "u32": ("uint32_t", ""),
+         "i64": ("int64_t", "(int64_t)"), "u64": ("uint64_t", "")}
+
+
+def width_of(kind: str) -> int:
+    return int(kind[1:])
+
+
+def lane_source(text: str, kind: str) -> str:
+    """A source's bits in lane l (uint32_t, or uint64_t for 64-bit types)."""
+    op = operand(text)
+    width = width_of(kind)
+    is_float = kind.startswith("f")
+    if (op.neg or op.abs) and not is_float:
+        raise Skip(text)
+    if op.kind == "const":
+        if op.value is None:
+            raise Skip(text)
+        bits = constant_bits(op, width, is_float)
+        value = f"((uint64_t){bits}ull)" if width == 64 else f"((uint32_t){bits}u)"
+    elif op.kind == "v" and width == 32:
+        value = f"V({op.index})[l]"
+    elif op.kind == "v":
+        value = f"V64({op.index}, l)"
+    elif op.kind == "s":
+        value = f"S64({op.index})" if width == 64 else f"S[{op.index}]"
+    else:
+        raise Skip(text)
+    suffix = "ull" if width == 64 else "u"
+    if op.abs:
+        value = f"({value} & {hex(SIGN[width] - 1)}{suffix})"
+    if op.neg:
+        value = f"({value} ^ {hex(SIGN[width])}{suffix})"
+    return value
+
+
+def plain_form(ins) -> bool:
+    return not ins.modifiers and not ins.mnemonic.endswith(("_dpp", "_sdwa"))
+
+
+def write_lanes(text: str, width: int) -> str:
+    op = operand(text)
+    if op.kind != "v":
+        raise Skip(text)
+    if width == 64:
+        return f"put64(V({op.index}), V({op.index + 1}), t, ex);"
+    return f"put(V({op.index}), t, ex);"
+
+
+def elementwise(ins, name):
+    if name not in EXPRESSIONS or not plain_form(ins):
+        raise Skip(name)
+    result, kinds, expr = EXPRESSIONS[name]
+    if OPS.get(name, (None, None))[:2] != (result, kinds):
+        raise Skip(name)  # the table changed: its numpy executor is the reference
+    texts = list(ins.operands[1:])
+    if len(texts) == len(kinds) - 1 and name.startswith(ACCUMULATE):
+        texts.append(ins.operands[0])
+    if len(texts) != len(kinds):
+        raise Skip(name)
+    width = width_of(result)
+    lane_kind = "uint64_t" if width == 64 else "uint32_t"
+    declared = "; ".join(f"{'uint64_t' if width_of(kind) == 64 else 'uint32_t'} "
+                         f"{chr(97 + k)} = {lane_source(text, kind)}"
+                         for k, (text, kind) in enumerate(zip(texts, kinds)))
+    return (f"{{ uint64_t ex = EXEC64; {lane_kind} t[64];"
+            f" for (int l = 0; l < 64; l++) {{ {declared}; t[l] = {expr}; }}"
+            f" {write_lanes(ins.operands[0], width)} }}")
+
+
+def mask_write(text: str, value: str) -> str:
+    """A lane mask to VCC / an SGPR (pair); null drops it."""
+    op = operand(text)
+    if op.kind == "null":
+        return ""
+    if op.kind != "s":
+        raise Skip(text)
+    if op.count == 2:
+        return swrite(text, value, 64)
+    return swrite(text, value, 32)
+
+
+def compare(ins, name):
+    if not plain_form(ins):
+        raise Skip(name)
+    parts = name.split("_")
+    writes_exec, test, kind = parts[0] == "cmpx", parts[1], parts[2]
+    tests = FLOAT_TESTS if kind.startswith("f") else INT_TESTS
+    if kind not in TYPES or test not in tests:
+        raise Skip(name)
+    texts = list(ins.operands)
+    if len(texts) == 2:
+        texts = ["vcc"] + texts
+    ctype, cast = TYPES[kind]
+    x, y = lane_source(texts[1], kind), lane_source(texts[2], kind)
+    tail = " S[126] = (uint32_t)m; S[127] = (uint32_t)(m >> 32);" if writes_exec else ""
+    return (f"{{ uint64_t ex = EXEC64, m = 0; for (int l = 0; l < 64; l++) {{"
+            f" {ctype} x = {cast}({x}), y = {cast}({y}); m |= (uint64_t)({tests[test]}) << l; }}"
+            f" m &= ex; {mask_write(texts[0], 'm')}{tail} }}")
+
+
+def mask_source(text: str) -> str:
+    op = operand(text)
+    if op.kind == "const":
+        return f"((uint64_t){op.value & 0xFFFFFFFFFFFFFFFF}ull)"
+    if op.kind == "s" and not (op.neg or op.abs):
+        return f"S64({op.index})"
+    raise Skip(text)
+
+
+def cndmask(ins):
+    if not plain_form(ins):
+        raise Skip("cndmask")
+    ops = ins.operands
+    select = mask_source(ops[3] if len(ops) == 4 else "vcc")
+    a, b = lane_source(ops[1], "f32"), lane_source(ops[2], "f32")
+    return (f"{{ uint64_t ex = EXEC64, m = {select}; uint32_t t[64];"
+            f" for (int l = 0; l < 64; l++) t[l] = (m >> l & 1) ? {b} : {a};"
+            f" {write_lanes(ops[0], 32)} }}")
+
+
+def carry(kind: str, carry_in: bool):
+    def translate(ins):
+        if not plain_form(ins):
+            raise Skip(kind)
+        ops = ins.operands
+        a, b = lane_source(ops[2], "u32"), lane_source(ops[3], "u32")
+        if kind == "subrev":
+            a, b = b, a
+        c = f"(int64_t)(m_in >> l & 1)" if carry_in else "0"
+        sign = "+" if kind == "add" else "-"
+        m_in = mask_source(ops[4] if len(ops) > 4 else "vcc") if carry_in else "0"
+        return (f"{{ uint64_t ex = EXEC64, m_in = {m_in}, m = 0; uint32_t t[64];"
+                f" for (int l = 0; l < 64; l++) {{ int64_t s = (int64_t){a} {sign} (int64_t){b}"
+                f" {sign} {c}; t[l] = (uint32_t)s; m |= (uint64_t)((s >> 32) != 0) << l; }}"
+                f" m &= ex; {mask_write(ops[1], 'm')} {write_lanes(ops[0], 32)} }}")
+    return translate
+
+
+def readlane(ins):
+    ops = ins.operands
+    row = operand(ops[1])
+    if row.kind != "v" or not plain_form(ins):
+        raise Skip("readlane")
+    lane = f"({sread(ops[2])} & 63)" if len(ops) > 2 else "(EXEC64 ? __builtin_ctzll(EXEC64) : 0)"
+    return swrite(ops[0], f"V({row.index})[{lane}]")
+
+
+def mbcnt(high: bool):
+    def translate(ins):
+        if not plain_form(ins):
+            raise Skip("mbcnt")
+        ops = ins.operands
+        mask, base = lane_source(ops[1], "u32"), lane_source(ops[2], "u32")
+        shift = 32 if high else 0
+        return (f"{{ uint64_t ex = EXEC64; uint32_t t[64]; for (int l = 0; l < 64; l++) {{"
+                f" uint32_t below = (uint32_t)(BELOW(l) >> {shift});"
+                f" t[l] = (uint32_t)__builtin_popcount({mask} & below) + {base}; }}"
+                f" {write_lanes(ops[0], 32)} }}")
+    return translate
+
+
+FORMS = {"cndmask_b32": cndmask, "add_co_u32": carry("add", False),
+         "addc_co_u32": carry("add", True), "sub_co_u32": carry("sub", False),
+         "subb_co_u32": carry("sub", True), "subrev_co_u32": carry("subrev", False),
+         "subbrev_co_u32": carry("subrev", True), "readlane_b32": readlane,
+         "readfirstlane_b32": readlane, "mbcnt_lo_u32_b32": mbcnt(False),
+         "mbcnt_hi_u32_b32": mbcnt(True)}
+
+
+def valu(ins):
+    name = base_name(ins.mnemonic)
+    if name.startswith(("cmp_", "cmpx_")):
+        return compare(ins, name)
+    if name in FORMS:
+        return FORMS[name](ins)
+    return elementwise(ins, name)
