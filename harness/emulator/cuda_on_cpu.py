@@ -5,8 +5,14 @@ GPU's memory is the CPU's, so a tensor a submission makes on "cuda"
 (torch.empty(..., device="cuda"), .cuda(), .to("cuda"), device=0) is
 made on the CPU, where the emulated kernels read it. torch's own
 mechanism does the mapping: a TorchFunctionMode, as
-torch.set_default_device uses. Tensor.is_cuda answers True, so a
-submission takes its GPU path, never a CPU fallback.
+torch.set_default_device uses.
+
+Every CPU tensor is the emulated GPU's (its memory is the CPU's), so
+each answers as a tensor on it: is_cuda True, is_cpu False, device
+cuda:0, get_device() 0. A submission takes its GPU path, never a CPU
+fallback; its C++ host code gets the same answers
+(hip_runtime/emulated_device.h). torch.Generator(device="cuda") is a
+CPU generator.
 
 torch.cuda answers as beside one MI355X: one device, named as emulated,
 gcnArchName gfx950, and torch.version.hip set. Its streams and events
@@ -27,7 +33,8 @@ ARCH = "gfx950"
 HIP_VERSION = "7.0.0+gfx950.emulated.on.the.cpu"
 MI355X_MEMORY = 288 * 10**9  # bytes of HBM3E on one MI355X
 
-_state: dict = {"mode": None, "saved": {}, "hip": None}
+_state: dict = {"mode": None, "saved": {}, "hip": None,
+                "generator": None}
 
 
 def is_cuda_device(device) -> bool:
@@ -58,7 +65,12 @@ def _mode_class():
     tensor = torch.Tensor
     # Calls whose answer is the tensor itself: it is already there.
     already_there = {tensor.cuda, tensor.pin_memory}
-    is_cuda = tensor.is_cuda.__get__
+    # What a tensor on the emulated GPU answers, where its CPU
+    # storage would say otherwise.
+    as_on_gpu = {tensor.is_cuda.__get__: True,
+                 tensor.is_cpu.__get__: False,
+                 tensor.device.__get__: torch.device("cuda", 0),
+                 tensor.get_device: 0}
     # set_default_device's mode sits below ours: give its device here.
     constructors = _device_constructors()
 
@@ -74,8 +86,8 @@ def _mode_class():
                                kwargs=None):
             if func in already_there:
                 return args[0]
-            if func == is_cuda:
-                return True
+            if func in as_on_gpu and args[0].device.type == "cpu":
+                return as_on_gpu[func]
             kwargs = on_cpu(kwargs or {})
             if func in constructors and "device" not in kwargs \
                     and default_is_cuda():
@@ -181,8 +193,25 @@ class Nothing:
         return None
 
 
+def generator_class():
+    """torch.Generator, a CUDA one made on the CPU (the GPU's RNG
+    here: what "cuda" random calls draw from)."""
+    import torch
+
+    class Generator(torch.Generator):
+        def __new__(cls, device="cpu"):
+            mapped = "cpu" if is_cuda_device(device) else device
+            return super().__new__(cls, device=mapped)
+
+        def __init__(self, device="cpu"):
+            pass
+
+    return Generator
+
+
 def answers() -> dict:
     """The torch.cuda names that answer as beside one MI355X."""
+    import torch
     null_stream = Stream()
     return {
         "is_available": lambda: True,
@@ -200,6 +229,10 @@ def answers() -> dict:
         "default_stream": lambda device=None: null_stream,
         "stream": Nothing,
         "empty_cache": lambda: None,
+        # The CPU's generator is the GPU's (torch.manual_seed calls these).
+        "manual_seed": torch.default_generator.manual_seed,
+        "manual_seed_all": torch.default_generator.manual_seed,
+        "mem_get_info": lambda device=None: (MI355X_MEMORY, MI355X_MEMORY),
     }
 
 
@@ -219,6 +252,8 @@ def install() -> None:
         setattr(torch.cuda, name, value)
     _state["hip"] = torch.version.hip
     torch.version.hip = HIP_VERSION
+    _state["generator"] = torch.Generator
+    torch.Generator = generator_class()
     mode = _mode_class()()
     mode.__enter__()  # left on: the whole child is the emulated run
     _state["mode"] = mode
@@ -234,5 +269,6 @@ def uninstall() -> None:
     for name, value in _state["saved"].items():
         setattr(torch.cuda, name, value)
     torch.version.hip = _state["hip"]
+    torch.Generator = _state["generator"]
     _state["saved"] = {}
 

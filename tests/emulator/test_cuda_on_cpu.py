@@ -24,6 +24,8 @@ WORKSPACE = torch.zeros(64, device="cuda")
 
 
 def custom_kernel(data):
+    q = data[0]  # public files check their inputs are on the GPU
+    assert q.is_cuda and q.device.type == "cuda" and not q.is_cpu, q.device
     torch.cuda.synchronize()
     return ref_kernel(data).cuda()
 '''
@@ -44,9 +46,26 @@ def test_tensors_made_on_cuda_live_on_the_cpu(emulated):
             torch.tensor([1.0], device="cuda", pin_memory=True), torch.ones(1).new_zeros(2, device="cuda")]
     with torch.device("cuda"):
         made.append(torch.arange(4))
-    assert [t.device.type for t in made] == ["cpu"] * len(made)
-    assert all(t.is_cuda for t in made)
+    assert [t.untyped_storage().device.type for t in made] == ["cpu"] * len(made)
     assert made[4].dtype == torch.float16
+
+
+def test_tensors_on_the_emulated_gpu_answer_as_cuda_tensors(emulated):
+    made = [torch.empty(3, device="cuda"), torch.arange(4)]  # the CPU's memory is the GPU's
+    assert [(t.device, t.is_cuda, t.is_cpu, t.get_device()) for t in made] == [
+        (torch.device("cuda", 0), True, False, 0)] * 2
+    again = torch.zeros(2, device=made[0].device).to(made[1].device)
+    assert again.untyped_storage().device.type == "cpu" and again.is_cuda
+    assert torch.empty(1, device="meta").device.type == "meta"
+
+
+def test_cuda_generators_and_seeds_draw_on_the_cpu(emulated):
+    generator = torch.Generator(device="cuda")
+    assert isinstance(generator, torch.Generator) and generator.device.type == "cpu"
+    first = torch.randn(4, device="cuda", generator=generator.manual_seed(5))
+    torch.cuda.manual_seed(5)
+    assert torch.equal(first, torch.randn(4, generator=torch.Generator().manual_seed(5)))
+    assert torch.equal(torch.randn(2, device="cuda"), torch.randn(2, generator=torch.Generator().manual_seed(5)))
 
 
 def test_torch_cuda_answers_as_one_emulated_mi355x(emulated):
@@ -67,6 +86,7 @@ def test_uninstall_leaves_torch_as_it_was():
     cuda_on_cpu.install()
     cuda_on_cpu.uninstall()
     assert not torch.cuda.is_available() and not torch.ones(1).is_cuda
+    assert torch.ones(1).device.type == "cpu" and torch.Generator().device.type == "cpu"
     with pytest.raises((RuntimeError, AssertionError), match="not compiled with CUDA"):
         torch.empty(1, device="cuda")
 
@@ -84,7 +104,7 @@ def import_sample(name: str):
 
 def test_the_hip_sample_imports_only_on_the_emulated_gpu(emulated):
     sample = import_sample("cuda_at_import_emulated")
-    assert sample.ARCH == "gfx950" and sample.WORKSPACE.device.type == "cpu"
+    assert sample.ARCH == "gfx950" and sample.WORKSPACE.untyped_storage().device.type == "cpu"
     cuda_on_cpu.uninstall()
     with pytest.raises((RuntimeError, AssertionError), match="not compiled with CUDA"):
         import_sample("cuda_at_import_plain")
