@@ -18,6 +18,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -35,6 +36,12 @@ LOAD_INLINE_PREFIX = ("#include <torch/types.h>\n#include <cuda.h>\n"
 LINE_FILE = "__harness_submission_file__"  # compile/hip/source.py's
 # Line tables let a fault name the kernel's source line.
 DEVICE_DEBUG = ["-gline-tables-only"]
+# Host code's view of the emulated GPU's tensors (is_cuda(), kCUDA).
+EMULATED_DEVICE = Path(__file__).with_name("emulated_device.h")
+# What that header must come after: torch's and HIP's own declarations.
+HOST_HEADERS = "#include <torch/extension.h>\n#include <hip/hip_runtime.h>\n"
+# Sources that name what it rewrites get it (others keep their builds).
+ASKS_THE_DEVICE = re.compile(r"\bis_cuda\s*\(\s*\)|\bkCUDA\b")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,10 +55,20 @@ class InlineSpec:
     cflags: tuple
 
     @property
+    def device_view(self) -> str:
+        """emulated_device.h's text where the host code needs it."""
+        text = "\n".join(self.cpp_sources + self.cuda_sources)
+        if ASKS_THE_DEVICE.search(text):
+            return EMULATED_DEVICE.read_text()
+        return ""
+
+    @property
     def key(self) -> str:
         parts = [RECIPE, dataclasses.astuple(self),
                  hip_toolchain.torch_version(),
                  library.SOURCE.read_text(), library.STREAMS.read_text()]
+        if self.device_view:
+            parts.append(self.device_view)
         text = json.dumps(parts, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
@@ -92,9 +109,19 @@ def bindings(spec: InlineSpec) -> str:
 
 
 def main_unit(spec: InlineSpec) -> str:
-    """main.cpp as load_inline writes it."""
-    return ("#include <torch/extension.h>\n" + "\n".join(spec.cpp_sources)
-            + bindings(spec))
+    """main.cpp as load_inline writes it, the emulated device's view
+    of tensors after torch's header."""
+    return ("#include <torch/extension.h>\n" + spec.device_view
+            + "\n".join(spec.cpp_sources) + bindings(spec))
+
+
+def host_unit(spec: InlineSpec, hipified: str) -> str:
+    """The CUDA unit for its host compile: the same code, host code
+    seeing the emulated device's tensors (the device compile takes the
+    unit as it is)."""
+    if not spec.device_view:
+        return hipified
+    return HOST_HEADERS + spec.device_view + hipified
 
 
 def cuda_unit(spec: InlineSpec) -> str:
@@ -163,6 +190,8 @@ def build(spec: InlineSpec, into: Path, unit_text: str | None = None,
         lite = hip_build.lite_extension(hipified)
         unit, main = work / "cuda.hip", work / "main.cpp"
         unit.write_text(hipified)
+        host = work / "host.hip"
+        host.write_text(host_unit(spec, hipified))
         main.write_text(main_unit(spec))
         hsaco, fatbin = work / "k.hsaco", work / "k.hipfb"
         cuda_o, main_o = work / "cuda.o", work / "main.o"
@@ -173,7 +202,7 @@ def build(spec: InlineSpec, into: Path, unit_text: str | None = None,
                         "device compile for gfx950")
             fatbin.write_bytes(bundle.pack({bundle.HOST: b"",
                                             bundle.GFX950: hsaco.read_bytes()}))
-            library.run(host_command(chain, spec, unit, fatbin, cuda_o,
+            library.run(host_command(chain, spec, host, fatbin, cuda_o,
                                      lite), "host compile of the HIP unit")
             compiled.result()
         so = work / f"{spec.name}.so"
