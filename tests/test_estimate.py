@@ -271,4 +271,4 @@ def test_a_triton_grid_smaller_than_the_chip_gets_only_its_share_of_the_bandwidt
     launch_us = model.fixed_us("torch:launch")  # the facts' 2 us, updated by the fit
     assert full.low_us == pytest.approx(launch_us + nbytes / 8e12 * 1e6)
     assert small.low_us - launch_us == pytest.approx((full.low_us - launch_us) * 64)  # 4 of 256 CUs busy
-    assert "on 4 of 256 CUs" in small.basis and cost.UNCALIBRATED in small.basis
+    assert "on 4 of 256 CUs" in small.full and cost.UNCALIBRATED in small.full

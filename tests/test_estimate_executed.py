@@ -83,13 +83,13 @@ def test_a_launch_is_priced_from_executed_counts_where_there_are_some_and_says_w
     launch = calib.Launch("triton", f"{SPLIT_KERNEL} grid (2, 256) [gfx950 plan]", bytes=256 * 8192 * 576,
                           programs=512, kernel=SPLIT_KERNEL, splits=2)
     priced = cost.price(launch, model, _kernels(executed.fit_calls(CALLS, True)), (256, 8192))
-    assert priced.kernel_model and not priced.calibrated and kernel_model.EXECUTED in priced.basis
-    assert "128 KV tiles per program" in priced.basis
+    assert priced.kernel_model and not priced.calibrated and kernel_model.EXECUTED in priced.full
+    assert "128 KV tiles per program" in priced.full
     monkeypatch.setenv(executed.SWITCH_ENV, "0")
     off = executed.Executed(why=executed.why_not_emulated(type("S", (), {"requirements": {"triton"},
                                                                            "optional": set()})(), None))
     fallback = cost.price(launch, model, _kernels(off), (256, 8192))
-    assert not fallback.kernel_model and cost.UNCALIBRATED in fallback.basis
-    assert f"not from executed counts: emulated calls turned off ({executed.SWITCH_ENV}=0)" in fallback.basis
+    assert not fallback.kernel_model and cost.UNCALIBRATED in fallback.full
+    assert f"not from executed counts: emulated calls turned off ({executed.SWITCH_ENV}=0)" in fallback.full
     failed = executed.Executed(why="the gfx950 emulator could not run it at 1×64: NotEmulated: v_foo")
-    assert "NotEmulated: v_foo" in cost.price(launch, model, _kernels(failed), (256, 8192)).basis
+    assert "NotEmulated: v_foo" in cost.price(launch, model, _kernels(failed), (256, 8192)).full

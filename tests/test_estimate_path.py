@@ -55,17 +55,17 @@ def test_estimate_201_on_the_cpu_names_only_gfx950_kernels(estimate_201_small):
     triton = [p for p in result.shapes[0].estimate.priced if p.launch.kind == "triton"]
     assert [p.launch.name for p in triton] == ["mla_fp8_kernel grid (8, 4) [gfx950 plan]",
                                                "mla_merge_kernel grid (4, 16) [gfx950 plan]"]
-    assert "gfx950 default: fp8 P.V, split partials" in triton[0].basis and triton[0].kernel_model
+    assert "gfx950 default: fp8 P.V, split partials" in triton[0].full and triton[0].kernel_model
     assert not any("gluon" in p.launch.name for p in result.shapes[0].estimate.priced)
     if platforms.emulator_missing():  # no HIP toolchain: the static count, and why
-        assert all("not from executed counts: the gfx950 emulator cannot run here" in p.basis for p in triton)
+        assert all("not from executed counts: the gfx950 emulator cannot run here" in p.full for p in triton)
         return
     # both kernels from their executed counts on the gfx950 emulator (5 calls at batch 1-2), 8 splits of 4 tiles
     for priced in triton:
-        assert priced.basis.startswith(f"launch (facts) + {kernel_model.EXECUTED}") and priced.kernel_model
-    assert "at 4 KV tiles per program" in triton[0].basis and "at 8 splits per program" in triton[1].basis
-    assert "replaces the static count (kernel model, uncalibrated: gfx950 compile of AOT_SPECS" in triton[0].basis
-    assert "fitted to 5 emulated calls" in triton[0].basis and "fitted to 3 emulated calls" in triton[1].basis
+        assert priced.full.startswith(f"launch (facts) + {kernel_model.EXECUTED}") and priced.kernel_model
+    assert "at 4 KV tiles per program" in triton[0].full and "at 8 splits per program" in triton[1].full
+    assert "replaces the static count (kernel model, uncalibrated: gfx950 compile of AOT_SPECS" in triton[0].full
+    assert "fitted to 5 emulated calls" in triton[0].full and "fitted to 3 emulated calls" in triton[1].full
     lines = runner.record(result)["estimate"]["shapes"][0]["breakdown"]
     assert sum(kernel_model.EXECUTED in line["basis"] for line in lines) == 2
 
@@ -76,7 +76,7 @@ def test_without_the_emulator_201_keeps_its_static_count_and_says_why(monkeypatc
     small = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}
     result = runner.run(subs.resolve("201"), platforms.detect("cpu"), specs=[small], budget=64)
     split, merge = [p for p in result.shapes[0].estimate.priced if p.launch.kind == "triton"]
-    assert "kernel model, uncalibrated: gfx950 compile of AOT_SPECS" in split.basis and split.kernel_model
-    assert kernel_model.EXECUTED not in split.basis + merge.basis
+    assert "kernel model, uncalibrated: gfx950 compile of the kernel's AOT_SPECS" in split.full and split.kernel_model
+    assert kernel_model.EXECUTED not in split.full + merge.full
     for priced in (split, merge):
-        assert f"not from executed counts: emulated calls turned off ({executed.SWITCH_ENV}=0)" in priced.basis
+        assert f"not from executed counts: emulated calls turned off ({executed.SWITCH_ENV}=0)" in priced.full

@@ -2,6 +2,7 @@
 arithmetic on a hand-computed example, and `harness estimate` of 201 pricing mla_fp8_kernel with its gfx950 compile."""
 import dataclasses
 import json
+import re
 
 import pytest
 from rich.console import Console
@@ -130,7 +131,7 @@ def test_estimate_of_201_prices_its_triton_kernel_with_the_gfx950_compile(estima
     modelled = [p for p in result.shapes[0].estimate.priced if p.launch.kernel == "mla_fp8_kernel"]
     assert modelled and all(not p.calibrated for p in modelled)
     for priced in modelled:
-        assert cost.UNCALIBRATED in priced.basis and "'gfx950 default: fp8 P.V, split partials'" in priced.basis
+        assert cost.UNCALIBRATED in priced.full and "'gfx950 default: fp8 P.V, split partials'" in priced.full
         # the kernel model's band is wider than the byte-only price of the same launch
         bytes_only = cost.price(priced.launch, result.model)
         assert priced.high_us / priced.low_us > bytes_only.high_us / bytes_only.low_us
@@ -146,6 +147,29 @@ def test_estimate_of_201_prices_its_triton_kernel_with_the_gfx950_compile(estima
     assert "kernel model, uncalibrated" in text and "gfx950 default: fp8 P.V, split partials" in text
 
 
+def repeated_clauses(lines: list) -> list:
+    """Clauses (between ';' or ': ') of 25 characters or more that more than one line says."""
+    seen: dict = {}
+    for line in lines:
+        for clause in {part.strip() for part in re.split(r"; |: ", line)}:
+            if len(clause) >= 25:
+                seen[clause] = seen.get(clause, 0) + 1
+    return [clause for clause, n in seen.items() if n > 1]
+
+
+@pytest.mark.slow
+def test_201s_printed_estimate_says_each_method_once_and_no_clause_twice(estimate_201_small):
+    console = Console(record=True, width=160)
+    display_estimate.print_estimate(console, estimate_201_small)
+    flat = " ".join(console.export_text().split())
+    method = kernel_model.STATIC_METHOD if platforms.emulator_missing() else kernel_model.EXECUTED_METHOD
+    assert flat.count(method) == 1, flat  # both kernels priced one way: the method once
+    lines = display_estimate.basis_lines(estimate_201_small.shapes)
+    assert repeated_clauses(lines) == [] and all(len(line) < 600 for line in lines), lines
+    figures = [line for line in lines if line.startswith("    4×1024 ")]
+    assert len(figures) == 2 and all(len(line) < 200 for line in figures)  # one short line per launch
+
+
 def test_a_kernel_without_a_gfx950_compile_keeps_its_byte_price_and_says_why(tmp_path):
     module = aot.load_module(SUBMISSION_201)  # a trusted file: compiled in this process
     kernels = gfx950_kernels.Gfx950Kernels(
@@ -156,7 +180,7 @@ def test_a_kernel_without_a_gfx950_compile_keeps_its_byte_price_and_says_why(tmp
     launch = calib.Launch("triton", "mla_fp8_gluon_kernel grid (8, 4)", bytes=1e6, programs=32,
                           kernel="mla_fp8_gluon_kernel")
     priced = cost.price(launch, model, kernels)
-    assert cost.UNCALIBRATED in priced.basis and "no AOT_SPECS entry" in priced.basis
+    assert cost.UNCALIBRATED in priced.full and "no AOT_SPECS entry" in priced.full
     assert not priced.kernel_model
     # The warning names only what the kernel model priced: the Triton kernel, not the Gluon kernel (whose basis says
     # "no gfx950 compile"; the H200 run of 2026-12-01 named it as priced when the warning matched on that text).

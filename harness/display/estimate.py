@@ -41,8 +41,8 @@ BREAKDOWN_TITLE = ("breakdown: what each call launches, µs (count × each = tot
 
 
 def basis_markers(shapes: list) -> dict:
-    """Each distinct basis of the breakdown -> its footnote marker ('[1]', '[2]', ...), in the order met: a row
-    shows the marker, the sentence (some of 300-600 characters) is printed once below the tables."""
+    """Each distinct basis (the method) of the breakdown -> its footnote marker ('[1]', '[2]', ...), in the
+    order met: a row shows the marker, the method is printed once below the tables."""
     markers: dict = {}
     for shape in shapes:
         for priced in shape.estimate.priced:
@@ -67,8 +67,17 @@ def breakdown_rows(shapes: list) -> list[list[str]]:
 
 
 def basis_lines(shapes: list) -> list[str]:
-    """'[1] fixed (facts)': each basis once, under its marker."""
-    return [f"{marker} {basis}" for basis, marker in basis_markers(shapes).items()]
+    """Each method once under its marker ('[3] kernel model ...'); below it, once each, what holds for one
+    kernel, then each launch's own figures, a few words a line ('4×1024 mla_kernel grid (8, 4): ...')."""
+    lines = []
+    for basis, marker in basis_markers(shapes).items():
+        lines.append(f"{marker} {basis}")
+        found = [(shape, p) for shape in shapes for p in shape.estimate.priced if p.basis == basis]
+        for detail in dict.fromkeys(p.detail for _, p in found if p.detail):
+            lines.append(f"    {detail}")
+        lines += [f"    {shape.spec['batchsize']}×{shape.spec['kvseqlen']} {p.launch.name}: {p.figures}"
+                  for shape, p in found if p.figures]
+    return lines
 
 
 def shapes_per_table(room: list[int], width: int) -> int:
@@ -124,6 +133,8 @@ def print_estimate(console, result) -> None:
     if loose:  # the rows name their launches: the markers say which
         console.print(escape("widened by the launches priced on bases " + ", ".join(
             sorted(loose, key=lambda marker: int(marker.strip("[]")))) + " (no calibration figure)"), highlight=False)
+    if getattr(result, "replayed", ""):
+        console.print(escape(f"note: {result.replayed}"), highlight=False)
     for warning in result.warnings:
         console.print(escape(f"warning: {warning}"), highlight=False)
 

@@ -37,6 +37,8 @@ class Launch:
     serial_tokens: float = 0.0  # asm: KV tokens the busiest CU reads one after another
     effects: tuple = ()    # gemm/torch: "torch_compile", "tunableop" when the file turns them on
     splits: int = 0        # Triton kernels of a worked-out MI355X plan: the split count of the launch's call
+    fit: object = None     # HIP kernels: their executed counts (executed.ExecutedFit) from this shape's calls
+    unpriced: str = ""     # HIP kernels without a fit: why
 
 
 @dataclass(frozen=True)

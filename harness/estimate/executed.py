@@ -11,10 +11,12 @@ run the file, or the calls do not separate the two parts, the kernel keeps its s
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
 from harness import platform as platforms
+from harness.estimate import recordings as shared
 from harness.estimate.mi355x_path import MERGE_KERNEL, SPLIT_KERNEL
 
 SWITCH_ENV = "HARNESS_ESTIMATE_EMULATE"  # "0": no emulated calls, every Triton kernel keeps its static count
@@ -37,6 +39,7 @@ class ExecutedFit:
     per_unit: dict         # count key -> per wave per unit
     calls: int             # emulated calls that launched it
     misfit: float          # the largest relative miss of the fit on VALU, MFMA or LDS over those calls
+    replayed: int = 0      # of those, calls answered by the shared recordings (recordings.py): not run now
 
     def per_wave(self, units: float) -> dict:
         return {key: self.fixed.get(key, 0.0) + self.per_unit.get(key, 0.0) * units
@@ -94,7 +97,7 @@ def fit_kernel(kernel: str, unit: str, points: list) -> tuple[ExecutedFit | None
     return ExecutedFit(kernel, unit, waves, fixed, per_unit, len(points), misfit), ""
 
 
-def fit_calls(calls: list, merge_by_split: bool, block: int = TILE) -> Executed:
+def fit_calls(calls: list, merge_by_split: bool, block: int = TILE, replayed: int = 0) -> Executed:
     """calls: ((batch, kv), the reply's "emulated" {kernel: {launches, counts}}) per emulated call. The merge kernel
     of 201's plan is fitted per split (its splits: the split kernel's programs over the batch), the rest per KV tile."""
     found = Executed(block=block)
@@ -113,7 +116,7 @@ def fit_calls(calls: list, merge_by_split: bool, block: int = TILE) -> Executed:
     for (kernel, unit), found_points in points.items():
         fit, why = fit_kernel(kernel, unit, found_points)
         if fit is not None:
-            found.fits[kernel] = fit
+            found.fits[kernel] = dataclasses.replace(fit, replayed=min(replayed, fit.calls))
         else:
             found.why_kernel[kernel] = why
     return found
@@ -129,17 +132,20 @@ def why_not_emulated(submission, platform) -> str:
     return f"the gfx950 emulator cannot run here: {missing}" if missing else ""
 
 
-def sample(start_worker, merge_by_split: bool, block: int = TILE, samples=SAMPLES) -> Executed:
-    """The file's custom_kernel once per sample on the emulator, in `start_worker()`'s worker, and the fits; on the
-    first call that fails (NotEmulated, a fault, a failed check), no fits and why."""
-    calls = []
+def sample(start_worker, merge_by_split: bool, block: int = TILE, samples=SAMPLES,
+           recordings: shared.Recordings | None = None) -> Executed:
+    """The file's custom_kernel once per sample on the emulator, in `start_worker()`'s worker (started only
+    for a call `recordings` cannot answer), and the fits; on the first call that fails (NotEmulated, a fault,
+    a failed check), no fits and why."""
+    calls, replayed = [], 0
     with start_worker() as worker:
         for batch, kv in samples:
             spec = {"batchsize": batch, "qseqlen": 1, "kvseqlen": kv, "seed": SEED}
-            reply = worker.call("test", CALL_LIMIT_S, args=spec, device="cpu")
+            reply = shared.call(worker, recordings, "test", CALL_LIMIT_S, args=spec, device="cpu")
             if not reply["ok"]:
                 return Executed(why=f"the gfx950 emulator could not run it at {batch}×{kv}: {reply['message']}")
             if not reply["result"]["good"]:
                 return Executed(why=f"on the gfx950 emulator it fails the check at {batch}×{kv}")
+            replayed += bool(reply.get(shared.CACHED))
             calls.append(((batch, kv), reply.get("emulated") or {}))
-    return fit_calls(calls, merge_by_split, block)
+    return fit_calls(calls, merge_by_split, block, replayed)

@@ -52,7 +52,22 @@ class KernelPrice:
     high_us: float
     bytes_us: float        # bytes at the peak over the busy CUs
     instructions_us: float  # the point's instruction time
-    basis: str
+    method: str            # how every launch priced this way is priced: printed once
+    detail: str = ""       # what holds for every launch of this kernel (its compile, its fit)
+    figures: str = ""      # this launch's own figures, a few words
+
+    @property
+    def basis(self) -> str:
+        """The whole sentence: method, kernel, launch."""
+        return "; ".join(part for part in (self.method, self.detail, self.figures) if part)
+
+
+# The shared methods: one paragraph each, the same for every launch they price.
+STATIC_METHOD = (f"{UNCALIBRATED}: gfx950 compile of the kernel's AOT_SPECS entry, its main loop per wave "
+                 "per iteration: 4 cycles per VALU and each MFMA's cycles on the SIMDs the grid keeps busy, "
+                 "iterations = bytes / bytes a program loads per iteration, against the bytes at the 8 TB/s "
+                 "peak over the busy CUs; with 2 or more waves per SIMD the larger of the two, else their sum; "
+                 "not priced: LDS, scalar, transcendentals; clock under load not public")
 
 
 def load_costs(path: Path = DATA_FILE) -> Costs:
@@ -106,17 +121,29 @@ def price(nbytes: float, programs: int | None, kernel: CompiledKernel, costs: Co
     low = max(bytes_low, instruction_us(overlapped))
     high = bytes_high + compute
     loop = kernel.loop
-    basis = (f"{UNCALIBRATED}: gfx950 compile of AOT_SPECS '{kernel.label}', loop per wave per iteration "
-             f"{loop.valu} VALU + {sum(loop.matrix.values())} MFMA, {bytes_per_iteration(kernel, costs)} B loaded per "
-             f"program; {kernel.waves_per_simd or '?'} waves/SIMD: bytes and instructions "
-             + ("overlap" if hides else "added (one wave per SIMD hides nothing)")
-             + (f"; no cycle figure for {', '.join(missing)}" if missing else "")
-             + "; not priced: LDS, scalar, transcendentals; clock under load not public")
+    detail = (f"{kernel.name}: AOT_SPECS '{kernel.label}', {loop.valu} VALU + {sum(loop.matrix.values())} MFMA "
+              f"per wave per iteration, {bytes_per_iteration(kernel, costs)} B per program; "
+              + overlap_words(kernel.waves_per_simd, hides) + missing_words(missing))
+    figures = f"{iterations:.3g} iterations, instructions {compute:.2f} us, bytes {bytes_low:.2f} us"
     return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point), bytes_us=bytes_low,
-                       instructions_us=compute, basis=basis)
+                       instructions_us=compute, method=STATIC_METHOD, detail=detail, figures=figures)
+
+
+def overlap_words(waves_per_simd: int | None, hides: bool) -> str:
+    return f"{waves_per_simd or '?'} waves/SIMD: " + ("overlap" if hides else "added (one wave per SIMD hides nothing)")
+
+
+def missing_words(missing: list) -> str:
+    return f"; no cycle figure for {', '.join(missing)}" if missing else ""
 
 
 EXECUTED = "kernel model from executed counts (gfx950 emulator), uncalibrated"
+EXECUTED_METHOD = (f"{EXECUTED}: the kernel's counts per wave (fixed per program + per unit of work, fitted "
+                   "over emulated calls): VALU at 4 cycles and each MFMA's cycles on the SIMDs the grid keeps "
+                   "busy, LDS bytes at the LDS rate per busy CU, the larger of the two (their sum at the high "
+                   "end), against the bytes at the peak over the busy CUs; with 2 or more waves per SIMD the "
+                   "larger of bytes and instructions, else their sum; not priced: scalar, transcendentals "
+                   "beyond full rate, LDS bank conflicts; clock under load not public")
 
 
 def price_executed(nbytes: float, programs: int, count: int, units: float, fit, costs: Costs, peak_bandwidth: float,
@@ -144,17 +171,15 @@ def price_executed(nbytes: float, programs: int, count: int, units: float, fit, 
     point = max(bytes_low, compute) if hides else bytes_low + compute
     low, high = max(bytes_low, compute_low), bytes_high + compute_high
     mfma = sum(matrix.values())
-    basis = (f"{EXECUTED}: {fit.kernel} per wave {valu:.0f} VALU + {mfma:.0f} MFMA + {lds:.0f} LDS ({lds_bytes / 1e3:.1f} "
-             f"kB) at {units:.3g} {fit.unit}s per program (fixed {fit.fixed.get('by_class.VALU', 0):.0f} VALU + "
-             f"{fit.fixed.get('by_class.LDS', 0):.0f} LDS, per {fit.unit} "
-             f"{fit.per_unit.get('by_class.VALU', 0):.0f} VALU + {fit.per_unit.get('by_class.MFMA', 0):.0f} MFMA + "
-             f"{fit.per_unit.get('by_class.LDS', 0):.0f} LDS; fitted to {fit.calls} emulated calls, misfit "
-             f"{fit.misfit:.1%}), {programs} programs x {fit.waves} waves; SIMD {simd_us:.2f} us, LDS at "
-             f"{costs.lds_bytes_per_clock:g} B/clock/CU {lds_us:.2f} us, bytes {bytes_low:.2f} us; "
-             f"{waves_per_simd or '?'} waves/SIMD: bytes and instructions "
-             + ("overlap" if hides else "added (one wave per SIMD hides nothing)")
-             + (f"; no cycle figure for {', '.join(missing)}" if missing else "")
-             + f"; not priced: scalar ({per_wave.get('by_class.SALU', 0):.0f} SALU per wave), transcendentals beyond "
-             "full rate, LDS bank conflicts; clock under load not public")
+    detail = (f"{fit.kernel}: fixed {fit.fixed.get('by_class.VALU', 0):.0f} VALU + "
+              f"{fit.fixed.get('by_class.LDS', 0):.0f} LDS, per {fit.unit} "
+              f"{fit.per_unit.get('by_class.VALU', 0):.0f} VALU + {fit.per_unit.get('by_class.MFMA', 0):.0f} MFMA + "
+              f"{fit.per_unit.get('by_class.LDS', 0):.0f} LDS per wave; fitted to {fit.calls} emulated calls"
+              + (f" ({fit.replayed} replayed from the shared recordings)" if fit.replayed else "")
+              + f", misfit {fit.misfit:.1%}; {fit.waves} waves/program; LDS {costs.lds_bytes_per_clock:g} B/clock/CU; "
+              + overlap_words(waves_per_simd, hides) + missing_words(missing))
+    figures = (f"at {units:.3g} {fit.unit}s per program: {valu:.0f} VALU + {mfma:.0f} MFMA + {lds:.0f} LDS "
+               f"({lds_bytes / 1e3:.1f} kB), {per_wave.get('by_class.SALU', 0):.0f} SALU per wave, {programs} "
+               f"programs; SIMD {simd_us:.2f}, LDS {lds_us:.2f}, bytes {bytes_low:.2f} us")
     return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point), bytes_us=bytes_low,
-                       instructions_us=compute, basis=basis)
+                       instructions_us=compute, method=EXECUTED_METHOD, detail=detail, figures=figures)

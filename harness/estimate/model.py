@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from harness.estimate import kernel_model
+from harness.estimate import executed, kernel_model
 from harness.estimate.calibration import Calibration, Launch
 from harness.estimate.kernel_model import UNCALIBRATED
 
@@ -98,6 +98,13 @@ class Priced:
     basis: str
     calibrated: bool
     kernel_model: bool = False  # priced from the kernel's gfx950 compile (kernel_model.py), not by bytes alone
+    detail: str = ""       # what holds for every launch of its kernel (its compile, its fit, why not)
+    figures: str = ""      # this launch's own figures (a few words)
+
+    @property
+    def full(self) -> str:
+        """The basis, the kernel's part and the launch's figures in one sentence (the record's `basis`)."""
+        return "; ".join(part for part in (self.basis, self.detail, self.figures) if part)
 
 
 def _fixed_basis(model: Model, column: str) -> str:
@@ -202,22 +209,26 @@ def price(launch: Launch, model: Model, kernels=None, shape: tuple | None = None
 
 def _executed_price(launch: Launch, model: Model, kernels, shape: tuple | None, base: float) -> Priced | None:
     """A Triton launch priced from its kernel's executed counts on the gfx950 emulator, or None (no fit, no shape)."""
-    fit = kernels.executed.fits.get(launch.kernel) if kernels is not None and launch.kind == "triton" else None
+    triton = kernels is not None and launch.kind == "triton"
+    fit = launch.fit or (kernels.executed.fits.get(launch.kernel) if triton else None)
     if fit is None or shape is None or not launch.programs:
         return None
-    units = kernels.executed.units(fit, shape[0], shape[1], launch.programs, launch.splits)
+    counted = kernels.executed if triton else executed.Executed()
+    units = counted.units(fit, shape[0], shape[1], launch.programs, launch.splits)
     if units is None:
         return None
     cal = model.calibration
-    compiled = kernels.get(launch.kernel)
-    found = kernel_model.price_executed(launch.bytes, launch.programs, launch.count, units, fit, kernels.costs,
+    compiled = kernels.get(launch.kernel) if triton else None
+    costs = kernels.costs if kernels is not None else kernel_model.load_costs()
+    found = kernel_model.price_executed(launch.bytes, launch.programs, launch.count, units, fit, costs,
                                         cal.peak_bandwidth, model.slowest_bandwidth(), cal.compute_units,
                                         compiled.waves_per_simd if compiled is not None else None)
     replaced = "" if compiled is None else (
         f"; replaces the static count ({UNCALIBRATED}: gfx950 compile of AOT_SPECS '{compiled.label}', "
         f"{compiled.loop.valu} VALU + {sum(compiled.loop.matrix.values())} MFMA per wave per loop iteration)")
     return Priced(launch, base + found.us, base + found.low_us, base + found.high_us,
-                  f"launch (facts) + {found.basis}{replaced}", False, kernel_model=True)
+                  f"launch (facts) + {found.method}", False, kernel_model=True,
+                  detail=found.detail + replaced, figures=found.figures)
 
 
 def _launch_and_bytes(launch: Launch, model: Model, kernels, shape: tuple | None = None) -> Priced:
@@ -230,21 +241,24 @@ def _launch_and_bytes(launch: Launch, model: Model, kernels, shape: tuple | None
     point, low, high = _bytes_range(launch.bytes, model, share)
     if launch.bytes <= 0:
         return Priced(launch, base, base, base, _fixed_basis(model, "torch:launch"), True)
-    executed = _executed_price(launch, model, kernels, shape, base)
-    if executed is not None:
-        return executed
+    from_counts = _executed_price(launch, model, kernels, shape, base)
+    if from_counts is not None:
+        return from_counts
     compiled = kernels.get(launch.kernel) if kernels is not None and launch.kind == "triton" else None
     if compiled is not None:
         found = kernel_model.price(launch.bytes, launch.programs, compiled, kernels.costs, cal.peak_bandwidth,
                                    model.slowest_bandwidth(), cal.compute_units)
         static_why = f" (not from executed counts: {kernels.executed.why_not(launch.kernel)})"
         return Priced(launch, base + found.us, base + found.low_us, base + found.high_us,
-                      f"launch (facts) + {found.basis}{static_why}", False, kernel_model=True)
-    grid = f" on {launch.programs} of {cal.compute_units} CUs" if share < 1 else ""
-    why = (f" ({kernels.why_not(launch.kernel)}; not from executed counts: {kernels.executed.why_not(launch.kernel)})"
-           if kernels is not None and launch.kernel else "")
+                      f"launch (facts) + {found.method}", False, kernel_model=True,
+                      detail=found.detail + static_why, figures=found.figures)
+    grid = f"on {launch.programs} of {cal.compute_units} CUs" if share < 1 else ""
+    why = (f"{launch.kernel}: {kernels.why_not(launch.kernel)}; not from executed counts: "
+           f"{kernels.executed.why_not(launch.kernel)}" if kernels is not None and launch.kind == "triton"
+           and launch.kernel else f"{launch.kernel}: {launch.unpriced}" if launch.unpriced else "")
     return Priced(launch, base + point, base + low, base + high,
-                  f"launch (facts) + bytes{grid}: {UNCALIBRATED}{why}", False)
+                  f"launch (facts) + bytes at the peak to the slowest fitted bandwidth: {UNCALIBRATED}", False,
+                  detail=why, figures=grid)
 
 
 @dataclass
@@ -274,4 +288,4 @@ def estimate_shape(shape: tuple, launches: list, model: Model, kernels=None) -> 
     return ShapeEstimate(shape=shape, us=point, low_us=low, high_us=high,
                          ranked_us=point + (offset_low + offset_high) / 2, ranked_low_us=low + offset_low,
                          ranked_high_us=high + offset_high, priced=priced,
-                         uncalibrated=sorted({f"{p.launch.name}: {p.basis}" for p in loose}))
+                         uncalibrated=sorted({f"{p.launch.name}: {p.full}" for p in loose}))

@@ -3,17 +3,22 @@
 
 On a GPU the official shapes run as they are; on a CPU each is recorded at shorter KV lengths and scaled
 (harness/estimate/launches.py). A submission that fails the check, or that the aiter stand-in refuses (partial
-work such as page size > 1), gets no estimate, only the reason; so does one whose kernels cannot run here (HIP:
-_refusal_before_running says why). Triton launches with a gfx950 compile in the file's AOT_SPECS are priced by the
-kernel model (kernel_model.py).
+work such as page size > 1), gets no estimate, only the reason. A HIP file is recorded in a worker that runs its
+kernels on the gfx950 emulator (hip_launches.py), the path it takes on MI355X; where the emulator cannot run,
+_refusal_before_running says why. Triton launches with a gfx950 compile in the file's AOT_SPECS, and HIP
+kernels, are priced by the kernel model (kernel_model.py). Calls already made by an earlier run of the same file
+are replayed from the shared recordings (recordings.py).
 The result is a ledger record of mode "estimate": never a measured time.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
-from harness.estimate import executed, fit, launches as launch_lists, mi355x_path
+from harness import platform as platforms
+from harness.estimate import executed, fit, hip_launches, launches as launch_lists, mi355x_path
+from harness.estimate import recordings as shared
 from harness.estimate.calibration import CUS
 from harness.estimate.gfx950_kernels import Gfx950Kernels
 from harness.estimate.model import Model, ShapeEstimate, estimate_shape
@@ -55,6 +60,7 @@ class EstimateRun:
     warnings: list
     started: str
     finished: str
+    replayed: str = ""    # which calls the shared recordings answered (recordings.py), "" when none
 
     def geomeans(self) -> dict | None:
         """Geometric means over the shapes of each figure (benchmark, ranked, their bands), in us."""
@@ -79,13 +85,17 @@ def row_budget() -> int:
     return int(text)
 
 
+def prices_hip(submission: Submission) -> bool:
+    """Its HIP path (hard or guarded) is the one it takes on MI355X: recorded on the gfx950 emulator."""
+    return "hip" in submission.requirements | submission.optional
+
+
 def _refusal_before_running(submission: Submission) -> str:
-    if "hip" in submission.requirements:
-        return ("builds HIP kernels, which cannot run on this machine: nothing to record, so no estimate. A "
-                "compile-only price would have to invent the launches: the grid, waves per workgroup, split count and "
-                "which kernels run per shape are chosen by host code that runs only beside a GPU, and the kernel "
-                "model needs them (harness compile N --target gfx950 reports the kernels' registers, occupancy and "
-                "main-loop instructions)")
+    missing = platforms.emulator_missing() if prices_hip(submission) else None
+    if missing:
+        return (f"builds HIP kernels, which it runs on MI355X and which run here only on the gfx950 emulator: "
+                f"{missing} (make setup installs clang-22 and lld-22); a price of another path is not its "
+                "MI355X one, so no estimate")
     return ""
 
 
@@ -104,18 +114,20 @@ def _kernel_model_warnings(shapes: list, platform: Platform) -> list[str]:
                else "the kernel model prices none of them (the breakdown says why), so their bytes are priced")]
 
 
-def _record_shape(worker: Worker, spec: dict, lengths: list, device: str) -> tuple[list, str]:
-    """([recording per length], "") or ([], why it failed)."""
-    recorded = []
+def _record_shape(worker: Worker, spec: dict, lengths: list, device: str,
+                  kept: shared.Recordings | None = None) -> tuple[list, list, str]:
+    """([recording per length], [the emulator's summary of each], "") or ([], [], why it failed)."""
+    recorded, emulated = [], []
     for kv in lengths:
-        reply = worker.call("estimate", CALL_LIMIT_S, args=dict(spec, kvseqlen=kv), device=device)
+        reply = shared.call(worker, kept, "estimate", CALL_LIMIT_S, args=dict(spec, kvseqlen=kv), device=device)
         if not reply["ok"]:
-            return [], reply["message"]
+            return [], [], reply["message"]
         outcome = reply["result"]
         if not outcome["good"]:
-            return [], f"fails the check: {(outcome['message'].splitlines() or [''])[0]}"
+            return [], [], f"fails the check: {(outcome['message'].splitlines() or [''])[0]}"
         recorded.append(outcome["recording"])
-    return recorded, ""
+        emulated.append(reply.get("emulated") or {})
+    return recorded, emulated, ""
 
 
 def run(submission: Submission, platform: Platform, target: str = "mi355x", *, budget: int | None = None,
@@ -131,19 +143,47 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
     refusal = _refusal_before_running(submission)
     shapes = [ShapeRun(spec=dict(spec)) for spec in specs]
     status = "skip" if refusal else "pass"
+    shelf = _shelf(submission, platform)
     if not refusal:
         protection = protection or guard.choose("auto")
         with session.guarded(submission, platform, protection) as held:
-            refusal, status, on_path, risks = _record_shapes(held, shapes, model, budget, progress)
+            refusal, status, on_path, risks = _record_shapes(held, shapes, model, budget, progress, shelf)
         if held.problems:
             refusal, status = held.problems[0], "fail"
             warnings += held.problems[1:]
+        else:  # only what a clean run replied is shared
+            for kept in shelf.values():
+                kept.commit()
         warnings += (on_path or _kernel_model_warnings(shapes, platform)) + risks
-    return EstimateRun(submission=submission, platform=platform, target=target, model=model, shapes=shapes,
-                       refusal=refusal, status=status, warnings=warnings, started=started, finished=records.now_iso())
+    recorded_on = dataclasses.replace(platforms.emulated(platform), backend="cpu") if prices_hip(submission) \
+        else platform
+    return EstimateRun(submission=submission, platform=recorded_on, target=target, model=model, shapes=shapes,
+                       refusal=refusal, status=status, warnings=warnings, started=started, finished=records.now_iso(),
+                       replayed=_replayed(shelf))
 
 
-def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: int, progress) -> tuple:
+def _shelf(submission: Submission, platform: Platform) -> dict:
+    """The shared recordings of this file's calls, by worker: "record" (plain, interpreted or emulated for
+    HIP) and "emulate" (executed counts); empty when $HARNESS_ESTIMATE_CACHE is off."""
+    if shared.folder() is None:
+        return {}
+    plain = ("emulated gfx950" if prices_hip(submission)
+             else f"{platform.torch_device}{' interpreted' if interprets_triton(submission, platform) else ''}")
+    return {"record": shared.Recordings(submission.path, plain),
+            "emulate": shared.Recordings(submission.path, "emulated gfx950 test")}
+
+
+def _replayed(shelf: dict) -> str:
+    """The note of the calls the shared recordings answered ("" when none)."""
+    hits = sum(kept.hits for kept in shelf.values())
+    if not hits:
+        return ""
+    where = next(iter(shelf.values())).where
+    return (f"{hits} recorded or emulated calls replayed from the shared recordings ({where}): an earlier run of "
+            f"this file under this harness made them (${shared.ENV}=off runs everything again)")
+
+
+def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: int, progress, shelf: dict) -> tuple:
     """Each shape recorded in one worker and priced on the file's MI355X path; (refusal, status, the path's
     warnings, the stand-in's risks): ("", "pass", ...) or (why, "fail", ...) at the first shape that fails."""
     platform = held.platform
@@ -151,29 +191,46 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
     # kernels together up front, a recorded one on first use.
     kernels = Gfx950Kernels(lambda names: compiling.triton_reports(held, "gfx950", names, preferred=True))
     sizes = [[int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])] for shape in shapes]
-    path = mi355x_path.read(held.submission.path, platform.arch == "gfx950", lambda: _rocm_plan(held, sizes))
+    hip = prices_hip(held.submission)  # recorded on the emulator, whose torch reports ROCm gfx950: its MI355X path
+    path = mi355x_path.read(held.submission.path, platform.arch == "gfx950" or hip, lambda: _rocm_plan(held, sizes))
     kernels.prefetch(launch.kernel for batch, kv in sizes for launch in path.launches([], batch, kv))
-    kernels.executed = _executed_counts(held, path, progress)
+    kernels.executed = _executed_counts(held, path, progress, shelf.get("emulate"))
     risks: set = set()
-    with held.start_worker("estimate", interprets_triton(held.submission, platform)) as worker:
+    started = (held.start_emulated_worker("estimate") if hip
+               else held.start_worker("estimate", interprets_triton(held.submission, platform)))
+    with started as worker:
         for index, shape in enumerate(shapes):
             batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
             if progress:
                 progress(index, len(shapes), f"{batch}×{kv}")
-            lengths = recording_lengths(batch, kv, platform.is_gpu, budget)
-            recorded, failure = _record_shape(worker, shape.spec, lengths, platform.torch_device)
+            lengths = (hip_launches.lengths(batch, kv, min(budget, hip_launches.EMULATED_ROWS)) if hip
+                       else recording_lengths(batch, kv, platform.is_gpu, budget))
+            recorded, emulated, failure = _record_shape(worker, shape.spec, lengths,
+                                                        "cpu" if hip else platform.torch_device, shelf.get("record"))
             if failure:
                 return f"{batch}×{kv}: {failure}", "fail", [], []
             one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
                                                  lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
             shape.recorded_kv = lengths
-            priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv)
+            found, failure = _hip_launches(hip, lengths, emulated, batch, kv)
+            if failure:
+                return f"{batch}×{kv}: {failure}", "fail", [], []
+            priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv) + found
             risks |= launch_lists.recorded_warnings(one)
             shape.estimate = estimate_shape((batch, kv), priced, model, kernels)
     return "", "pass", path.warnings(platform.describe()), sorted(risks)
 
 
-def _executed_counts(held: session.Guarded, path: mi355x_path.PathPlan, progress) -> executed.Executed:
+def _hip_launches(hip: bool, lengths: list, emulated: list, batch: int, kv: int) -> tuple[list, str]:
+    """A HIP file's emulated kernels at one shape as launches to price ([], "" for other files)."""
+    if not hip:
+        return [], ""
+    calls = [(length, hip_launches.one_call(summary)[0]) for length, summary in zip(lengths, emulated)]
+    return hip_launches.launches(calls, batch, kv)
+
+
+def _executed_counts(held: session.Guarded, path: mi355x_path.PathPlan, progress,
+                     kept: shared.Recordings | None = None) -> executed.Executed:
     """The file's kernels' executed counts from a few calls on the gfx950 emulator, in a worker of their own (the same
     jail), or why there are none."""
     why = executed.why_not_emulated(held.submission, held.platform)
@@ -183,7 +240,7 @@ def _executed_counts(held: session.Guarded, path: mi355x_path.PathPlan, progress
         progress(0, 1, "executed counts on the gfx950 emulator")
     block = int((path.options or {}).get("block_n") or executed.TILE)
     return executed.sample(lambda: held.start_emulated_worker("estimate-emulated"), path.worked_out() and path.merges,
-                           block)
+                           block, recordings=kept)
 
 
 def _rocm_plan(held: session.Guarded, sizes: list) -> dict:
@@ -198,7 +255,8 @@ def _rocm_plan(held: session.Guarded, sizes: list) -> dict:
 def _shape_payload(shape: ShapeRun) -> dict:
     e = shape.estimate
     breakdown = [{"kind": p.launch.kind, "what": p.launch.name, "count": p.launch.count, "bytes": p.launch.bytes,
-                  "us": p.us, "low_us": p.low_us, "high_us": p.high_us, "basis": p.basis} for p in e.priced]
+                  "us": p.us, "low_us": p.low_us, "high_us": p.high_us, "basis": p.full,
+                  "method": p.basis} for p in e.priced]
     return {"shape": list(e.shape), "us": e.us, "low_us": e.low_us, "high_us": e.high_us, "ranked_us": e.ranked_us,
             "ranked_low_us": e.ranked_low_us, "ranked_high_us": e.ranked_high_us, "recorded_kv": shape.recorded_kv,
             "note": shape.note, "uncalibrated": e.uncalibrated, "breakdown": breakdown}
@@ -209,7 +267,7 @@ def record(result: EstimateRun, checkout: dict | None = None) -> records.Record:
     lowest, highest = result.model.errors
     payload = {"target": result.target, "recorded_on": result.platform.record_device()["name"],
                "scaled": not result.platform.is_gpu, "band_errors": [lowest, highest],
-               "geomean": result.geomeans(), "refusal": result.refusal,
+               "geomean": result.geomeans(), "refusal": result.refusal, "replayed": result.replayed,
                "shapes": [_shape_payload(shape) for shape in result.shapes if shape.estimate is not None]}
     results = [{"spec": shape.spec, "status": "pass" if shape.estimate else ("skip" if result.refusal else "pass"),
                 "message": shape.note, "stats": None, "notes": {}, "accuracy": None} for shape in result.shapes]

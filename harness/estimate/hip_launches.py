@@ -1,0 +1,91 @@
+"""A HIP file's launches as the kernel model prices them: its recorded calls run in an emulated worker
+(harness/emulator: its HIP kernels on the gfx950 emulator, torch reporting ROCm, so the file takes the
+path it takes on MI355X), each kernel's executed counts per wave priced as Triton's are (kernel_model.py,
+uncalibrated).
+
+Each shape is recorded at its own batch and one or two KV lengths of whole 32-token tiles (the emulator
+runs a few thousand KV rows a second, not the official shapes); each kernel's counts are fitted per wave as
+a fixed part per workgroup plus a part per KV tile (executed.py), its grid kept as the longer recording
+launched it, and its memory bytes extrapolated linearly in the KV length. The child's "estimate" request
+runs the call twice (checked, then recorded) on one input: the emulator's counts of the request are halved.
+"""
+from __future__ import annotations
+
+from harness.estimate import executed
+from harness.estimate.calibration import Launch
+
+EMULATED_ROWS = 4096  # KV rows one emulated call reads at most (two tiles per sequence at least)
+NOT_MEMORY = ("bytes.lds_read", "bytes.lds_write", "bytes.lds_dma")  # LDS, and LDS-DMA's bytes counted as loads
+MARK = "[gfx950 emulated]"
+
+
+def lengths(batch: int, kv: int, budget: int = EMULATED_ROWS) -> list[int]:
+    """The KV lengths one shape is emulated at: the official one when it fits the budget, else two whole-tile
+    lengths, the longer at least two tiles."""
+    tile = executed.TILE
+    if batch * kv <= budget:
+        return [kv]
+    longest = min(kv, max(2 * tile, budget // batch // tile * tile))
+    return [longest] if longest >= kv else [longest // 2 // tile * tile or tile, longest]
+
+
+def one_call(emulated: dict) -> tuple[dict, list]:
+    """The emulator's summary of one call (the request's two calls halved), and the kernels whose launches
+    do not halve (the two calls launched them differently)."""
+    found, uneven = {}, []
+    for kernel, entry in emulated.items():
+        launches = int(entry.get("launches", 0))
+        if launches % 2:
+            uneven.append(kernel)
+        counts = {key: value / 2 for key, value in (entry.get("counts") or {}).items()}
+        counts["waves_per_workgroup"] = (entry.get("counts") or {}).get("waves_per_workgroup", 0)
+        found[kernel] = {"launches": max(1, launches // 2), "counts": counts}
+    return found, uneven
+
+
+def memory_bytes(counts: dict) -> float:
+    return float(sum(v for k, v in counts.items() if k.startswith("bytes.") and k not in NOT_MEMORY))
+
+
+def launches(calls: list, batch: int, kv: int) -> tuple[list, str]:
+    """([Launch per HIP kernel], "") from [(kv length, one call's summary)] (shortest first), or ([], why):
+    why names a call that launched no HIP kernel (the file took another path than its MI355X one)."""
+    for length, summary in calls:
+        if not summary:
+            return [], (f"its HIP kernels did not run at kv {length} on the gfx950 emulator (the file took "
+                        "another path, e.g. a fallback after a failed build): a price of that path is not "
+                        "its MI355X path")
+    longest_kv, longest = calls[-1]
+    fits = (executed.fit_calls([((batch, length), summary) for length, summary in calls], False)
+            if len(calls) > 1 else None)
+    found = []
+    for kernel, entry in longest.items():
+        counts, count = entry["counts"], entry["launches"]
+        programs = int(counts.get("workgroups", 0) // count)
+        nbytes = _extrapolated(calls, kernel, kv)
+        fit, why = _fit(kernel, entry, programs, fits)
+        found.append(Launch("hip", f"{kernel} ({programs} workgroups) {MARK}", count=count, bytes=nbytes,
+                            programs=programs, kernel=kernel, fit=fit, unpriced=why))
+    return found, ""
+
+
+def _extrapolated(calls: list, kernel: str, kv: int) -> float:
+    """The kernel's memory bytes at `kv`: linear through the two recordings, else scaled from one."""
+    points = [(length, memory_bytes(summary[kernel]["counts"])) for length, summary in calls if kernel in summary]
+    (kv_long, long), (kv_short, short) = points[-1], points[0]
+    if kv_long == kv_short:
+        return long * kv / kv_long
+    return max(0.0, short + (long - short) * (kv - kv_short) / (kv_long - kv_short))
+
+
+def _fit(kernel: str, entry: dict, programs: int, fits) -> tuple:
+    """(ExecutedFit, "") of one kernel, or (None, why): from the fit over two lengths, or the one call's
+    counts per wave as they are (the official shape itself)."""
+    if fits is not None:
+        return fits.fits.get(kernel), fits.why_kernel.get(kernel, "")
+    waves = int(entry["counts"].get("waves_per_workgroup", 0))
+    if not programs or not waves:
+        return None, "the emulator gave no workgroups or waves for it"
+    per_wave = {key: value / (programs * waves * entry["launches"]) for key, value in entry["counts"].items()
+                if key in executed.PRICED or key.startswith("mfma_by_name.")}
+    return executed.ExecutedFit(kernel, "KV tile", waves, per_wave, {}, 1, 0.0), ""
