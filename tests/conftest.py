@@ -103,9 +103,11 @@ def pytest_unconfigure(config):
 def session_results(tmp_path_factory):
     """The results folder of module- and session-scoped fixtures, which run before any test's own."""
     folder = tmp_path_factory.mktemp("session-results")
-    names = (paths.RESULTS_ENV, paths.LEDGER_ENV, paths.REMOTE_DIR_ENV, "HARNESS_HIP_CACHE")
+    names = (paths.RESULTS_ENV, paths.LEDGER_ENV, paths.REMOTE_DIR_ENV, "HARNESS_HIP_CACHE", "HARNESS_ESTIMATE_CACHE")
     saved = {name: os.environ.pop(name, None) for name in names}
     os.environ[paths.RESULTS_ENV] = str(folder)
+    # the estimate tests share their recordings within the session (harness/estimate/recordings.py)
+    os.environ["HARNESS_ESTIMATE_CACHE"] = str(tmp_path_factory.mktemp("estimate-recordings"))
     os.environ["HARNESS_HIP_CACHE"] = str(HIP_CACHE)
     yield folder
     for name, value in saved.items():
