@@ -109,9 +109,11 @@ def test_a_submission_that_fails_the_check_gets_no_estimate():
     assert found.status == "fail" and "fails the check" in found.refusal and found.geomeans() is None
 
 
-def test_a_hip_submission_is_refused_before_anything_runs():
+def test_a_hip_submission_without_the_emulator_is_refused_before_anything_runs(monkeypatch):
+    monkeypatch.setattr(platforms, "emulator_missing", lambda: "no clang++-22 on PATH")
     found = _estimate("hip_inline.py", [SMALL])
     assert found.status == "skip" and "HIP" in found.refusal and not any(s.recorded_kv for s in found.shapes)
+    assert "no clang++-22 on PATH" in found.refusal and "clang-22 and lld-22" in found.refusal
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +138,21 @@ def test_the_samples_get_estimates_with_breakdowns(sample_estimates):
             assert sum(p.us for p in shape.estimate.priced) == pytest.approx(shape.estimate.us)
     large = sample_estimates["persistent_a8w8"].shapes[1]
     assert large.recorded_kv == [48, 64] and "extrapolated to 8192" in large.note
+
+
+@pytest.mark.slow
+def test_an_estimate_run_again_replays_its_recordings_and_runs_nothing(sample_estimates, monkeypatch):
+    from harness.run.worker import Worker
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a worker was asked: the recordings should have answered")
+
+    monkeypatch.setattr(Worker, "call", refused)
+    again = _estimate("estimate_persistent_a8w8.py", [SMALL, LARGE], budget=16384)
+    first = sample_estimates["persistent_a8w8"]
+    assert [_us(again, i) for i in (0, 1)] == [_us(first, i) for i in (0, 1)] and not first.replayed
+    assert again.replayed.startswith("3 recorded or emulated calls replayed from the shared recordings")
+    assert runner.record(again)["estimate"]["replayed"] == again.replayed
 
 
 @pytest.mark.slow

@@ -71,10 +71,12 @@ def test_estimate_201_on_the_cpu_names_only_gfx950_kernels(estimate_201_small):
 
 
 @pytest.mark.slow
-def test_without_the_emulator_201_keeps_its_static_count_and_says_why(monkeypatch):
+def test_without_the_emulator_201_keeps_its_static_count_and_says_why(monkeypatch, estimate_201_small):
     monkeypatch.setenv(executed.SWITCH_ENV, "0")
     small = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}
     result = runner.run(subs.resolve("201"), platforms.detect("cpu"), specs=[small], budget=64)
+    # the fixture's run recorded the same two calls (kv 12 and 16): replayed, not interpreted again
+    assert result.replayed.startswith("2 recorded or emulated calls replayed"), result.replayed
     split, merge = [p for p in result.shapes[0].estimate.priced if p.launch.kind == "triton"]
     assert "kernel model, uncalibrated: gfx950 compile of the kernel's AOT_SPECS" in split.full and split.kernel_model
     assert kernel_model.EXECUTED not in split.full + merge.full

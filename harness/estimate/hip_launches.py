@@ -11,6 +11,8 @@ runs the call twice (checked, then recorded) on one input: the emulator's counts
 """
 from __future__ import annotations
 
+import dataclasses
+
 from harness.estimate import executed
 from harness.estimate.calibration import Launch
 
@@ -43,6 +45,15 @@ def one_call(emulated: dict) -> tuple[dict, list]:
     return found, uneven
 
 
+def readable(symbol: str) -> str:
+    """A kernel's name from its symbol: '_Z19mla_fp8_mfma_kernelPKt...' -> 'mla_fp8_mfma_kernel' (C++ mangling
+    of a function at namespace scope; any other symbol as it is)."""
+    digits = symbol[2:len(symbol) - len(symbol[2:].lstrip("0123456789"))]
+    if not symbol.startswith("_Z") or not digits:
+        return symbol
+    return symbol[2 + len(digits):2 + len(digits) + int(digits)]
+
+
 def memory_bytes(counts: dict) -> float:
     return float(sum(v for k, v in counts.items() if k.startswith("bytes.") and k not in NOT_MEMORY))
 
@@ -64,8 +75,8 @@ def launches(calls: list, batch: int, kv: int) -> tuple[list, str]:
         programs = int(counts.get("workgroups", 0) // count)
         nbytes = _extrapolated(calls, kernel, kv)
         fit, why = _fit(kernel, entry, programs, fits)
-        found.append(Launch("hip", f"{kernel} ({programs} workgroups) {MARK}", count=count, bytes=nbytes,
-                            programs=programs, kernel=kernel, fit=fit, unpriced=why))
+        found.append(Launch("hip", f"{readable(kernel)} ({programs} workgroups) {MARK}", count=count,
+                            bytes=nbytes, programs=programs, kernel=readable(kernel), fit=fit, unpriced=why))
     return found, ""
 
 
@@ -82,10 +93,11 @@ def _fit(kernel: str, entry: dict, programs: int, fits) -> tuple:
     """(ExecutedFit, "") of one kernel, or (None, why): from the fit over two lengths, or the one call's
     counts per wave as they are (the official shape itself)."""
     if fits is not None:
-        return fits.fits.get(kernel), fits.why_kernel.get(kernel, "")
+        found = fits.fits.get(kernel)
+        return (dataclasses.replace(found, kernel=readable(kernel)) if found else None), fits.why_kernel.get(kernel, "")
     waves = int(entry["counts"].get("waves_per_workgroup", 0))
     if not programs or not waves:
         return None, "the emulator gave no workgroups or waves for it"
     per_wave = {key: value / (programs * waves * entry["launches"]) for key, value in entry["counts"].items()
                 if key in executed.PRICED or key.startswith("mfma_by_name.")}
-    return executed.ExecutedFit(kernel, "KV tile", waves, per_wave, {}, 1, 0.0), ""
+    return executed.ExecutedFit(readable(kernel), "KV tile", waves, per_wave, {}, 1, 0.0), ""

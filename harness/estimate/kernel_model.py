@@ -171,15 +171,22 @@ def price_executed(nbytes: float, programs: int, count: int, units: float, fit, 
     point = max(bytes_low, compute) if hides else bytes_low + compute
     low, high = max(bytes_low, compute_low), bytes_high + compute_high
     mfma = sum(matrix.values())
-    detail = (f"{fit.kernel}: fixed {fit.fixed.get('by_class.VALU', 0):.0f} VALU + "
-              f"{fit.fixed.get('by_class.LDS', 0):.0f} LDS, per {fit.unit} "
-              f"{fit.per_unit.get('by_class.VALU', 0):.0f} VALU + {fit.per_unit.get('by_class.MFMA', 0):.0f} MFMA + "
-              f"{fit.per_unit.get('by_class.LDS', 0):.0f} LDS per wave; fitted to {fit.calls} emulated calls"
-              + (f" ({fit.replayed} replayed from the shared recordings)" if fit.replayed else "")
-              + f", misfit {fit.misfit:.1%}; {fit.waves} waves/program; LDS {costs.lds_bytes_per_clock:g} B/clock/CU; "
-              + overlap_words(waves_per_simd, hides) + missing_words(missing))
+    detail = fit_words(fit, costs) + "; " + overlap_words(waves_per_simd, hides) + missing_words(missing)
     figures = (f"at {units:.3g} {fit.unit}s per program: {valu:.0f} VALU + {mfma:.0f} MFMA + {lds:.0f} LDS "
                f"({lds_bytes / 1e3:.1f} kB), {per_wave.get('by_class.SALU', 0):.0f} SALU per wave, {programs} "
                f"programs; SIMD {simd_us:.2f}, LDS {lds_us:.2f}, bytes {bytes_low:.2f} us")
     return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point), bytes_us=bytes_low,
                        instructions_us=compute, method=EXECUTED_METHOD, detail=detail, figures=figures)
+
+
+def fit_words(fit, costs: Costs) -> str:
+    """What one kernel's executed counts are: its fit over the emulated calls, or one call's counts."""
+    if not fit.per_unit:  # a HIP kernel emulated at the official shape itself
+        return f"{fit.kernel}: as emulated at this shape itself (one call), {fit.waves} waves/program"
+    replayed = f" ({fit.replayed} replayed from the shared recordings)" if fit.replayed else ""
+    return (f"{fit.kernel}: fixed {fit.fixed.get('by_class.VALU', 0):.0f} VALU + "
+            f"{fit.fixed.get('by_class.LDS', 0):.0f} LDS, per {fit.unit} "
+            f"{fit.per_unit.get('by_class.VALU', 0):.0f} VALU + {fit.per_unit.get('by_class.MFMA', 0):.0f} MFMA + "
+            f"{fit.per_unit.get('by_class.LDS', 0):.0f} LDS per wave; fitted to {fit.calls} emulated "
+            f"calls{replayed}, misfit {fit.misfit:.1%}; {fit.waves} waves/program; "
+            f"LDS {costs.lds_bytes_per_clock:g} B/clock/CU")
