@@ -5,7 +5,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "harness"
 MAX_LINES = 450
-GROUPS = ("run", "results", "compile", "remote", "checks", "aiter_standin", "estimate", "sandbox", "emulator")
+GROUPS = ("run", "results", "compile", "remote", "checks", "aiter_standin", "aiter_gfx950", "estimate", "sandbox",
+          "emulator")
 # The modules that run inside the submission's process (harness.run.child and what it may import).
 CHILD_SIDE = {"run.child", "run.interpreter", "run.faults", "run.timing", "run.stats", "run.limits", "run.poison", "run.accuracy", "run.recording", "paths", "aiter_standin",
               "compile", "compile.aot", "compile.loops", "run.persona",
@@ -14,7 +15,7 @@ CHILD_SIDE = {"run.child", "run.interpreter", "run.faults", "run.timing", "run.s
               "aiter_standin.attention", "aiter_standin.mla", "aiter_standin.risks", "aiter_standin.decode",
               "sandbox.procs", "sandbox.inside",
               "compile.hip.toolchain", "compile.hip.build"}  # load_inline's build on the emulator (issue 27)
-CHILD_SIDE_GROUPS = ("emulator",)  # every module of these runs in the child (the gfx950 emulator)
+CHILD_SIDE_GROUPS = ("emulator", "aiter_gfx950")  # every module of these runs in the child (the gfx950 emulator)
 # sandbox/ keeps the child from changing the disk; it needs only the top and where the HIP toolchain cache lies.
 SANDBOX_MAY_IMPORT = {"top", "sandbox", "compile"}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pwd
 import subprocess
 import sys
 import tempfile
@@ -38,11 +39,13 @@ def version() -> str:
 
 
 def cache_root() -> Path:
-    """$HARNESS_AITER_CACHE, else $XDG_CACHE_HOME (or ~/.cache)/amd-mixed-mla/amd-aiter/<version>."""
+    """$HARNESS_AITER_CACHE, else $XDG_CACHE_HOME (or ~/.cache)/amd-mixed-mla/amd-aiter/<version>; a run's
+    child has its own XDG_CACHE_HOME, so the user's home cache is looked at too (the first unpacked wins)."""
     if os.environ.get("HARNESS_AITER_CACHE"):
         return Path(os.environ["HARNESS_AITER_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "amd-mixed-mla" / "amd-aiter" / version()
+    bases = [os.environ.get("XDG_CACHE_HOME"), str(Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache")]
+    roots = [Path(base) / "amd-mixed-mla" / "amd-aiter" / version() for base in bases if base]
+    return next((root for root in roots if _marker(root).is_file()), roots[0])
 
 
 def _marker(root: Path) -> Path:

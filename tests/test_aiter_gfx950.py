@@ -1,0 +1,157 @@
+"""aiter's own gfx950 MLA kernels on the emulator (harness/aiter_gfx950/, issue 38).
+
+Each emulated kernel is checked against the torch stand-in on the same
+inputs under the official tolerance; the non-persistent a8w8 kernel's
+LDS race stops the call, naming the kernel and the racing instruction.
+The pinned wheel must be unpacked (`make setup`).
+"""
+import hashlib
+import struct
+
+import pytest
+import torch
+
+import reference
+from harness.aiter_gfx950 import kernargs, package, routing
+from harness.aiter_standin import decode
+from harness.aiter_standin import metadata as standin_metadata
+from harness.emulator.errors import EmulationFault
+
+A8W8 = "mla_a8w8_qh16_qseqlen1_gqaratio16"
+
+
+def test_the_unpacked_code_objects_are_the_pinned_ones():
+    """code_objects.json's sha256 are the unpacked wheel's files; 'differs' says whether the pin's differ."""
+    objects = package.pinned()["code_objects"]
+    assert set(objects) == {A8W8, f"{A8W8}_ps", "mla_dec_stage1_bf16_a16w16_subQ16_mqa16",
+                            "mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps"}
+    for name, entry in objects.items():
+        data = package.code_object_path(name).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["package"]["sha256"], name
+        assert entry["differs_from_pin"] == (entry["package"]["sha256"] != entry["pin"]["sha256"]), name
+        assert entry["pin"]["commit"].startswith("f3be04a12a") and entry["pin"]["repository"] == "ROCm/aiter"
+    assert [n for n, e in objects.items() if e["differs_from_pin"]] == [f"{A8W8}_ps"]
+
+
+def test_a_changed_code_object_is_refused(tmp_path, monkeypatch):
+    """A cache whose .co does not hash to the pin is named, not run."""
+    name = "mla_dec_stage1_bf16_a16w16_subQ16_mqa16"
+    entry = package.pinned()["code_objects"][name]
+    target = tmp_path / entry["package"]["path"]
+    target.parent.mkdir(parents=True)
+    target.write_bytes(package.code_object_path(name).read_bytes() + b"\0")
+    (tmp_path / ".complete").write_text("x\n")
+    monkeypatch.setenv("HARNESS_AITER_CACHE", str(tmp_path))
+    with pytest.raises(package.PackageMissing, match="sha256"):
+        package.code_object_path(name)
+
+
+def test_the_argument_block_puts_field_k_at_16k():
+    """asm_mla.cu's packed KernelArgs: pointers and 32-bit scalars each padded to 16 bytes."""
+    block = kernargs.pack({"R": 0x1122334455667788, "scalar": 0.5, "s_kv_split": 8, "out_16_nosplit": 8})
+    assert len(block) == 16 * 19 == 304
+    assert struct.unpack_from("<Q", block, 0)[0] == 0x1122334455667788
+    assert struct.unpack_from("<f", block, 16 * 7)[0] == 0.5
+    assert struct.unpack_from("<I", block, 16 * 9)[0] == 8 and struct.unpack_from("<I", block, 16 * 18)[0] == 8
+    assert kernargs.grid(128, 16, 1, 3, 8, None) == (1, 3, 8)
+    assert kernargs.grid(128, 16, 1, 3, 1, 256) == (256, 1, 1)
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({"MLA_DEVICE": "cpu"}, "emulate"),
+    ({"MLA_DEVICE": "cuda"}, "torch"),
+    ({"MLA_DEVICE": "cuda", "HARNESS_EMULATE_GFX950": "1"}, "emulate"),
+    ({"MLA_DEVICE": "cpu", "HARNESS_AITER": "torch"}, "torch"),
+])
+def test_routing_emulates_where_there_is_no_gpu(monkeypatch, env, expected):
+    for name in ("MLA_DEVICE", "HARNESS_EMULATE_GFX950", "HARNESS_AITER"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert routing.mode() == expected
+
+
+def test_without_the_wheel_a_cpu_call_is_modelled_and_says_why(monkeypatch, tmp_path):
+    monkeypatch.setenv("MLA_DEVICE", "cpu")
+    monkeypatch.delenv("HARNESS_AITER", raising=False)
+    monkeypatch.setenv("HARNESS_AITER_CACHE", str(tmp_path))
+    routing.take_lines()
+    assert not routing.emulates(A8W8)
+    lines = routing.take_lines()
+    assert lines[0].startswith(f"aiter modelled in torch") and "make setup" in lines[0], lines
+
+
+def _inputs(batch: int, kv: int, variant: str, persistent: bool, seed: int = 3) -> dict:
+    """mla_decode_fwd's arguments for one of the emulated kernels (16 heads, one query token)."""
+    q, kv_data, qo_indptr, kv_indptr, _ = reference.generate_input(batch, 1, kv, seed, device="cpu")
+    kv8, kv_scale = kv_data["fp8"]
+    q_scale = None
+    if variant == "a8w8":
+        q, q_scale = reference.quantize_fp8(q, dtype=kv8.dtype)
+    kv_rows = kv_data["bf16"] if variant == "a16w16" else kv8
+    args = dict(q=q, kv_buffer=kv_rows.reshape(-1, 1, 1, kv_rows.shape[-1]), qo_indptr=qo_indptr.int(),
+                kv_indptr=kv_indptr.int(), kv_indices=torch.arange(kv_rows.shape[0], dtype=torch.int32),
+                kv_last_page_lens=torch.ones(batch, dtype=torch.int32), max_seqlen_q=1,
+                sm_scale=reference.SM_SCALE, q_scale=q_scale,
+                kv_scale=None if variant == "a16w16" else kv_scale)
+    if persistent:
+        shapes = standin_metadata.get_mla_metadata_info_v1(batch, 1, 16, q.dtype, kv_rows.dtype, False)
+        meta, indptr, works, r_indptr, r_final, r_partial = [torch.empty(s, dtype=t) for s, t in shapes]
+        standin_metadata.get_mla_metadata_v1(args["qo_indptr"], args["kv_indptr"], args["kv_last_page_lens"],
+                                             16, 1, True, meta, works, indptr, r_indptr, r_final, r_partial,
+                                             max_split_per_batch=2, dtype_q=q.dtype, dtype_kv=kv_rows.dtype)
+        args.update(work_meta_data=meta, work_indptr=indptr, work_info_set=works, reduce_indptr=r_indptr,
+                    reduce_final_map=r_final, reduce_partial_map=r_partial)
+    return args
+
+
+def _decode(monkeypatch, how: str, args: dict) -> tuple[torch.Tensor, list]:
+    monkeypatch.setenv("HARNESS_AITER", how)
+    routing.take_lines()
+    out = torch.zeros(args["q"].shape[0], 16, 512, dtype=torch.bfloat16)
+    decode.mla_decode_fwd(o=out, **args)
+    return out, routing.take_lines()
+
+
+def _same_as_torch(monkeypatch, batch, kv, variant, persistent, kernel):
+    args = _inputs(batch, kv, variant, persistent)
+    emulated, said = _decode(monkeypatch, "emulate", args)
+    modelled, _ = _decode(monkeypatch, "torch", args)
+    close = torch.isclose(emulated.float(), modelled.float(), rtol=reference.RTOL, atol=reference.ATOL)
+    assert float((~close).float().mean()) <= reference.MISMATCH_RATIO_LIMIT
+    assert float((emulated.float() - modelled.float()).abs().max()) < 0.02  # the kernels' own rounding only
+    assert said[0].startswith(f"aiter emulated (gfx950; amd-aiter {package.version()} code objects; {kernel})")
+    return said
+
+
+def test_the_a16w16_kernel_matches_the_torch_stand_in(monkeypatch):
+    """Non-persistent bf16 with two splits merged by the stand-in's stage 2 (about 4 s)."""
+    said = _same_as_torch(monkeypatch, 2, 256, "a16w16", False, "mla_dec_stage1_bf16_a16w16_subQ16_mqa16")
+    assert "(as at the runner's pin)" in said[0]
+
+
+@pytest.mark.slow
+def test_the_persistent_a8w8_kernel_matches_the_torch_stand_in(monkeypatch):
+    """The wheel's _ps build (it differs from the pin's) on the stand-in's schedule, 2 splits (10-20 s)."""
+    said = _same_as_torch(monkeypatch, 2, 300, "a8w8", True, f"{A8W8}_ps")
+    assert "differs from the runner's pin f3be04a12a" in said[0]
+    assert any(line.startswith(f"LDS races let through in {A8W8}_ps") for line in said), said
+
+
+@pytest.mark.slow
+def test_the_persistent_a16w8_kernel_matches_the_torch_stand_in(monkeypatch):
+    _same_as_torch(monkeypatch, 2, 256, "a16w8", True, "mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps")
+
+
+@pytest.mark.slow
+def test_the_nonpersistent_a8w8_kernel_stops_at_its_lds_race(monkeypatch):
+    """Two splits of fp8 Q and KV: the call fails naming the kernel, the race and the schedule assumed
+    (3-4 s of CPU; 12 s on the loaded 2-core machine)."""
+    args = _inputs(1, 256, "a8w8", False)
+    with pytest.raises(EmulationFault) as stopped:
+        _decode(monkeypatch, "emulate", dict(args, num_kv_splits=2,
+                                             num_kv_splits_indptr=torch.tensor([0, 2], dtype=torch.int32)))
+    text = str(stopped.value)
+    assert stopped.value.kind == "lds race" and f"aiter's {A8W8}.co" in text
+    assert "_ZN5aiter33mla_a8w8_qh16_qseqlen1_gqaratio16E" in text and " at 0x" in text
+    assert "schedule assumed" in text and "LDS-DMA" in text
