@@ -34,7 +34,10 @@ SOP2 = ["add_u32", "addc_u32", "sub_u32", "subb_u32", "add_i32", "sub_i32", "mul
 SOP2_64 = ["or_b64", "andn2_b64", "xor_b64", "cselect_b64"]
 SOP1 = ["mov_b32", "not_b32", "ff1_i32_b32", "flbit_i32_b32", "sext_i32_i16", "bcnt1_i32_b32"]
 SOPC = ["lt_i32", "eq_u32", "gt_u32", "ge_i32", "lg_u32"]
-CONSTANTS = ["0", "1", "-1", "0.5", "-4.0", "64", "0x3f800000", "0x12345"]
+# no negative integers where a float op may read them: as f32 they are NaNs with payloads, and
+# which of two NaNs a sum returns follows numpy's loop order (no C code can promise that)
+CONSTANTS = ["0", "1", "0.5", "-4.0", "64", "0x3f800000", "0x12345"]
+SCALAR_CONSTANTS = CONSTANTS + ["-1", "-17", "0xffff0000"]
 WRITABLE_V, WRITABLE_S = 48, 24
 
 
@@ -68,7 +71,7 @@ def alu_line(rng) -> str:
         return f"v_{rng.choice(VOP2)}_e32 {d}, {rng.choice([vgpr(rng), scalar_source(rng)])}, {vgpr(rng)}"
     if kind == 2:
         first = rng.choice([vgpr(rng), sgpr(rng), rng.choice(CONSTANTS[:5])])
-        return f"v_{rng.choice(VOP3)} {d}, {first}, {vgpr(rng)}, {rng.choice([vgpr(rng), '2', '-1'])}"
+        return f"v_{rng.choice(VOP3)} {d}, {first}, {vgpr(rng)}, {rng.choice([vgpr(rng), '2', '-4.0'])}"
     if kind == 3:
         return f"v_{rng.choice(VOP3_TWO)} {d}, {vgpr(rng)}, {rng.choice([vgpr(rng), sgpr(rng), '3'])}"
     if kind == 4:
@@ -96,13 +99,21 @@ def alu_line(rng) -> str:
                            f"v_readlane_b32 {sgpr(rng)}, {vgpr(rng)}, {sgpr(rng)}",
                            f"v_mbcnt_lo_u32_b32 {d}, {sgpr(rng)}, {vgpr(rng)}",
                            f"v_mbcnt_hi_u32_b32 {d}, -1, {vgpr(rng)}"])
+    if kind == 8 and rng.random() < 0.4:
+        row, a, b, c = (2 * rng.randrange(WRITABLE_V // 2 - 1) for _ in range(4))
+        sel = f" op_sel:[{rng.randrange(2)},{rng.randrange(2)},0]" if rng.random() < 0.3 else ""
+        neg = f" neg_lo:[{rng.randrange(2)},0,{rng.randrange(2)}]" if rng.random() < 0.3 else ""
+        return rng.choice([f"v_pk_fma_f32 v[{row}:{row + 1}], v[{a}:{a + 1}], v[{b}:{b + 1}], v[{c}:{c + 1}]{sel}{neg}",
+                           f"v_pk_mul_f32 v[{row}:{row + 1}], v[{a}:{a + 1}], v[{b}:{b + 1}]{neg}",
+                           f"v_pk_add_f32 v[{row}:{row + 1}], v[{a}:{a + 1}], v[{b}:{b + 1}]{sel}"])
     if kind == 8:
         row = 2 * rng.randrange(WRITABLE_V // 2 - 1)
         return rng.choice([f"v_lshl_add_u64 v[{row}:{row + 1}], v[10:11], 3, v[20:21]",
                            f"v_lshlrev_b64 v[{row}:{row + 1}], {rng.randrange(64)}, v[30:31]",
                            f"v_ashrrev_i64 v[{row}:{row + 1}], {vgpr(rng)}, v[12:13]"])
     if kind == 9:
-        return f"s_{rng.choice(SOP2)} {sgpr(rng)}, {scalar_source(rng)}, {sgpr(rng)}"
+        first = sgpr(rng) if rng.random() < 0.6 else rng.choice(SCALAR_CONSTANTS)
+        return f"s_{rng.choice(SOP2)} {sgpr(rng)}, {first}, {sgpr(rng)}"
     if kind == 10:
         if rng.random() < 0.5:
             return f"s_{rng.choice(SOP2_64)} {pair(rng)}, s[8:9], s[12:13]"
@@ -147,6 +158,8 @@ def program_text(seed: int, length: int) -> str:
 def start_state(seed: int, buffer_address: int, full_exec: bool) -> Start:
     rng = np.random.default_rng(seed)
     v = rng.integers(0, 2**32, (64, 64), dtype=np.uint64).astype(np.uint32)
+    nan = (v & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    v[nan] ^= np.uint32(0x00800000)  # no NaN payloads (one canonical NaN lane below)
     floats = rng.standard_normal((16, 64)).astype(np.float32) * 100
     v[32:48] = floats.view(np.uint32)
     v[40, ::7] = [0x7FC00000, 0xFF800000, 0x80000000, 0, 0x00000001, 0x7F800000, 0x80000001,

@@ -18,6 +18,10 @@ typedef struct {
 
 enum { SCALAR_LOAD, GLOBAL_LOAD, GLOBAL_STORE, LDS_READ, LDS_WRITE };
 enum { BUDGET_STOP, NEED_NUMPY, BARRIER_STOP, END_STOP };
+/* what an instruction's function returns instead of the next index */
+#define FALLBACK_CODE (-1)
+#define BARRIER_CODE (-2)
+#define END_CODE (-3)
 #define MANY_TAG 0xFFFEll
 
 #define V(r) (Vb + (int64_t)(r) * 64)
@@ -33,6 +37,12 @@ static inline void put(uint32_t *d, const uint32_t *t, uint64_t ex) {
     if (ex == ~0ull) { memcpy(d, t, 256); return; }
     for (int l = 0; l < 64; l++) d[l] = (ex >> l & 1) ? t[l] : d[l];
 }
+
+/* a 32-bit source: a row (stride 1) or one value (stride 0), abs/neg as masks on its bits */
+typedef struct { const uint32_t *p; int64_t stride; uint32_t keep, flip; } Src;
+#define SRC(p, s, k, f) ((Src){(p), (s), (k), (f)})
+#define LANE(X, l) ((X.p[(l) * X.stride] & X.keep) ^ X.flip)
+#define konst(x) ((const uint32_t[1]){x})
 
 static inline void put64(uint32_t *lo, uint32_t *hi, const uint64_t *t, uint64_t ex) {
     for (int l = 0; l < 64; l++)
@@ -51,6 +61,17 @@ static inline float vmax(float a, float b) {
     if (isnan(a)) return isnan(b) ? a : b;
     if (isnan(b)) return a;
     return b > a ? b : a;
+}
+
+/* numerics.fma_f32 step by step (the same double operations, so NaNs come out the same):
+   the exact product plus c in double, made round-to-odd where it could be a float tie */
+static inline float fma_ref(float a, float b, float c) {
+    double p = (double)a * (double)b, t = p + (double)c;
+    uint64_t bits; memcpy(&bits, &t, 8);
+    if (bits & 0x0FFFFFFFull) return (float)t;
+    double back = t - p, err = (p - (t - back)) + ((double)c - back);
+    if (err != 0 && isfinite(t) && !(bits & 1)) t = nextafter(t, err > 0 ? INFINITY : -INFINITY);
+    return (float)t;
 }
 
 static inline int32_t mini(uint32_t a, uint32_t b) { return (int32_t)a < (int32_t)b ? (int32_t)a : (int32_t)b; }
@@ -202,3 +223,9 @@ static int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const
         if (ex >> l & 1) memcpy(st->lds + at[l], data[l], n);
     return 1;
 }
+
+/* in the runtime library (runtime.c, compiled once with -O2): the per-lane loops */
+void cndmask(uint32_t *d, Src A, Src B, uint64_t m, uint64_t ex);
+uint64_t carry_op(uint32_t *d, Src A, Src B, uint64_t m_in, int subtract, uint64_t ex);
+void mbcnt(uint32_t *d, Src M, Src B, int shift, uint64_t ex);
+void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src B2, Src C2, uint64_t ex);

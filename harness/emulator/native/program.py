@@ -14,7 +14,8 @@ from . import memory_ops, scalar, vector
 
 HERE = Path(__file__).resolve().parent
 ENV = "HARNESS_EMULATOR_NATIVE"
-FLAGS = ["-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno", "-w"]
+FLAGS = ["-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno", "-w"]
+RUNTIME_LEVEL, PROGRAM_LEVEL = "-O2", "-O0"  # the loops, once; each program's calls, quickly
 
 
 class State(ctypes.Structure):
@@ -57,20 +58,38 @@ def translate(ins, program):
     return None
 
 
-def instruction_c(k: int, body: str | None, count: int) -> str:
-    label = f"L{k}: at = {k}; if (n >= budget) goto out;"
-    if body is None:
-        return f"{label} status = NEED_NUMPY; goto out;"
-    done = f"hits[{k}]++; n++;"
-    body = body.replace("FALLBACK", "{ status = NEED_NUMPY; goto out; }")
-    body = body.replace("STOP_AFTER(BARRIER_STOP);",
-                        f"{{ {done} at = {k + 1}; status = BARRIER_STOP; goto out; }}")
-    body = body.replace("STOP_AFTER(END_STOP);", f"{{ {done} status = END_STOP; goto out; }}")
+STOPS = {"FALLBACK": "return FALLBACK_CODE;",
+         "STOP_AFTER(BARRIER_STOP);": "{ next = BARRIER_CODE; goto done; }",
+         "STOP_AFTER(END_STOP);": "{ next = END_CODE; goto done; }"}
+DISPATCH = """
+int64_t run(State *st, int64_t start, int64_t budget, int64_t *hits) {
+  int64_t at = start, n = 0, status = BUDGET_STOP;
+  while (n < budget) {
+    if (at < 0 || at >= COUNT || !steps[at]) { status = NEED_NUMPY; break; }
+    int64_t next = steps[at](st);
+    if (next == FALLBACK_CODE) { status = NEED_NUMPY; break; }
+    hits[at]++; n++;
+    if (next == BARRIER_CODE) { at++; status = BARRIER_STOP; break; }
+    if (next == END_CODE) { status = END_STOP; break; }
+    at = next;
+  }
+  st->status = status; st->executed = n; return at;
+}
+"""
+
+
+def instruction_c(k: int, body: str) -> str:
+    """One small function per instruction (one huge function compiles in minutes): it returns
+    the next index, or a stop code."""
+    for mark, replacement in STOPS.items():
+        body = body.replace(mark, replacement)
     if "NEXT(" in body:
-        start = body.index("NEXT(")
-        target = body[start + 5:body.index(")", start)]
-        body = body.replace(f"NEXT({target});", f"{{ {done} goto L{target}; }}")
-    return f"{label} {body} {done}"
+        at = body.index("NEXT(")
+        target = body[at + 5:body.index(")", at)]
+        body = body.replace(f"NEXT({target});", f"{{ next = {target}; goto done; }}")
+    return (f"static int64_t i{k}(State *st) {{ uint32_t *S = st->s, *Vb = st->v;"
+            f" int64_t scc = st->scc, next = {k + 1}; (void)S; (void)Vb;\n  {body}\n"
+            f"  goto done; done: st->scc = scc; return next; }}")
 
 
 def source(program) -> tuple[str, list[bool]]:
@@ -78,20 +97,17 @@ def source(program) -> tuple[str, list[bool]]:
     count = len(program.instructions)
     bodies = [translate(ins, program) for ins in program.instructions]
     translated = [b is not None for b in bodies]
-    cases = " ".join(f"case {k}: goto L{k};" for k in range(count))
-    lines = [(HERE / "prelude.c").read_text(), "int64_t run(State *st, int64_t start, int64_t budget, int64_t *hits) {",
-             "  uint32_t *S = st->s, *Vb = st->v; int64_t scc = st->scc, n = 0, at = start;",
-             "  int64_t status = BUDGET_STOP;",
-             f"  switch (start) {{ {cases} default: status = NEED_NUMPY; goto out; }}"]
-    lines += [instruction_c(k, b[0] if b else None, count) for k, b in enumerate(bodies)]
-    lines += [f"  at = {count}; status = NEED_NUMPY;",
-              "out:", "  st->scc = scc; st->status = status; st->executed = n; return at;", "}"]
+    lines = [(HERE / "prelude.c").read_text(), vector.helpers(declarations=True), f"#define COUNT {count}",
+             "typedef int64_t (*Step)(State *);"]
+    lines += [instruction_c(k, b[0]) for k, b in enumerate(bodies) if b is not None]
+    table = ", ".join(f"i{k}" if b is not None else "0" for k, b in enumerate(bodies))
+    lines += [f"static const Step steps[COUNT + 1] = {{ {table}, 0 }};", DISPATCH]
     return "\n".join(lines), translated
 
 
 def translator_hash() -> str:
     digest = hashlib.sha256()
-    for path in sorted(HERE.glob("*.py")) + [HERE / "prelude.c"]:
+    for path in sorted(HERE.glob("*.py")) + sorted(HERE.glob("*.c")):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -121,22 +137,38 @@ def compiler() -> str:
     return str(found)
 
 
+def built(folder: Path, name: str, text: str, level: str) -> Path:
+    """The shared library of `text`, compiled once into the cache (another process may race:
+    each writes its own file, then renames it in place)."""
+    library = folder / f"{name}.so"
+    if not library.exists():
+        unit = folder / f"{name}.{os.getpid()}.c"
+        unit.write_text(text)
+        partial = folder / f"{name}.{os.getpid()}.so"
+        subprocess.run([compiler(), level, *FLAGS, str(unit), "-o", str(partial)], check=True,
+                       capture_output=True, timeout=600)
+        os.replace(partial, library)
+        unit.unlink()
+    return library
+
+
+def runtime_library(folder: Path):
+    """The per-lane loops every program calls, loaded globally so programs link to it."""
+    text = "\n".join([(HERE / "prelude.c").read_text(), (HERE / "runtime.c").read_text(),
+                      vector.helpers()])
+    path = built(folder, f"runtime-{translator_hash()}", text, RUNTIME_LEVEL)
+    return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+
+
 class NativeProgram:
     """The compiled function and, per instruction, whether C runs it."""
 
     def __init__(self, program, blob: bytes):
-        key = hashlib.sha256(blob).hexdigest()[:24] + "-" + translator_hash()
         folder = cache_folder()
-        library = folder / f"{key}.so"
+        self.runtime = runtime_library(folder)
+        key = hashlib.sha256(blob).hexdigest()[:24] + "-" + translator_hash()
         text, self.translated = source(program)
-        if not library.exists():
-            unit = folder / f"{key}.c"
-            unit.write_text(text)
-            partial = folder / f"{key}.{os.getpid()}.so"
-            subprocess.run([compiler(), *FLAGS, str(unit), "-o", str(partial)], check=True,
-                           capture_output=True, timeout=600)
-            os.replace(partial, library)
-        self.library = ctypes.CDLL(str(library))
+        self.library = ctypes.CDLL(str(built(folder, key, text, PROGRAM_LEVEL)))
         self.run = self.library.run
         self.run.restype = ctypes.c_int64
         self.run.argtypes = [ctypes.POINTER(State), ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]

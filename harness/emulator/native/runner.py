@@ -5,6 +5,7 @@ import ctypes
 
 import numpy as np
 
+from .. import executor
 from ..errors import EmulationFault, NotEmulated
 from ..sopp import BARRIER, END, YIELD
 from .program import BARRIER_STOP, BUDGET_STOP, BYTE_KINDS, END_STOP, State
@@ -20,6 +21,16 @@ class LaunchState:
         self.hits = np.zeros(count + 1, np.int64)
         self.bytes = np.zeros(len(BYTE_KINDS), np.int64)
         self.hits_address = self.hits.ctypes.data
+        # one numpy executor per instruction, no blocks: a block would run on past what C takes
+        self.singles = native.__dict__.setdefault("singles", [None] * count)
+
+    def single(self, executors, index: int):
+        program = executors.program
+        built = executor.build(program.instructions[index], program, index)
+        if getattr(built, "span_end", None):  # a region it runs itself (gpr_idx): hits spread
+            executors.spans[index] = built.span_end
+        self.singles[index] = built
+        return built
 
     def attach(self, wave) -> None:
         """The wave's C state: pointers into its own arrays and its workgroup's LDS."""
@@ -50,7 +61,7 @@ def run_wave(launch, w, budget: int) -> int:
     """As launch.run_wave, with stretches of translated instructions run in C."""
     native = launch.native
     translated, run = native.native.translated, native.native.run
-    table, hits, state = launch.executors.table, launch.hits, w.native
+    singles, hits, state = native.singles, launch.hits, w.native
     i, n = w.pc, 0
     count = len(translated)
     try:
@@ -76,7 +87,8 @@ def run_wave(launch, w, budget: int) -> int:
                     break
                 if status == BUDGET_STOP:
                     break
-            result = table[i](w)  # NEED_NUMPY, or an instruction C does not translate
+            single = singles[i] or launch.native.single(launch.executors, i)
+            result = single(w)  # NEED_NUMPY, or an instruction C does not translate
             hits[i] += 1
             n += 1
             if result is None:

@@ -13,10 +13,10 @@ EXPRESSIONS = {
     "add_f32": (F, [F, F], "U(F(a) + F(b))"), "sub_f32": (F, [F, F], "U(F(a) - F(b))"),
     "subrev_f32": (F, [F, F], "U(F(b) - F(a))"), "mul_f32": (F, [F, F], "U(F(a) * F(b))"),
     "min_f32": (F, [F, F], "U(vmin(F(a), F(b)))"), "max_f32": (F, [F, F], "U(vmax(F(a), F(b)))"),
-    "fma_f32": (F, [F, F, F], "U(fmaf(F(a), F(b), F(c)))"),
-    "fmac_f32": (F, [F, F, F], "U(fmaf(F(a), F(b), F(c)))"),
-    "fmamk_f32": (F, [F, F, F], "U(fmaf(F(a), F(b), F(c)))"),
-    "fmaak_f32": (F, [F, F, F], "U(fmaf(F(a), F(b), F(c)))"),
+    "fma_f32": (F, [F, F, F], "U(fma_ref(F(a), F(b), F(c)))"),
+    "fmac_f32": (F, [F, F, F], "U(fma_ref(F(a), F(b), F(c)))"),
+    "fmamk_f32": (F, [F, F, F], "U(fma_ref(F(a), F(b), F(c)))"),
+    "fmaak_f32": (F, [F, F, F], "U(fma_ref(F(a), F(b), F(c)))"),
     "min3_f32": (F, [F, F, F], "U(vmin(vmin(F(a), F(b)), F(c)))"),
     "max3_f32": (F, [F, F, F], "U(vmax(vmax(F(a), F(b)), F(c)))"),
     "ldexp_f32": (F, [F, I], "U((float)ldexp((double)F(a), (int32_t)b))"),
@@ -92,45 +92,83 @@ def width_of(kind: str) -> int:
     return int(kind[1:])
 
 
-def lane_source(text: str, kind: str) -> str:
-    """A source's bits in lane l (uint32_t, or uint64_t for 64-bit types)."""
+def helpers(declarations: bool = False) -> str:
+    """One C function per elementwise op and compare, for the runtime library (or, with
+    declarations, their prototypes): call sites stay one line each, so a code object of
+    thousands of instructions compiles in seconds, not minutes."""
+    out, heads = [], []
+    for name, (result, kinds, expr) in EXPRESSIONS.items():
+        if width_of(result) == 64 or any(width_of(k) == 64 for k in kinds):
+            continue
+        heads.append(f"void op_{name}(uint32_t *d, Src A, Src B, Src C, uint64_t ex);")
+        out.append(f"void op_{name}(uint32_t *d, Src A, Src B, Src C, uint64_t ex) {{"
+                   f" uint32_t t[64]; for (int l = 0; l < 64; l++) {{ uint32_t a = LANE(A, l),"
+                   f" b = LANE(B, l), c = LANE(C, l); (void)b; (void)c; t[l] = {expr}; }}"
+                   " put(d, t, ex); }")
+    for kind, (ctype, cast) in TYPES.items():
+        if width_of(kind) == 64:
+            continue
+        tests = FLOAT_TESTS if kind.startswith("f") else INT_TESTS
+        for test, expr in tests.items():
+            heads.append(f"uint64_t cmp_{test}_{kind}(Src A, Src B);")
+            out.append(f"uint64_t cmp_{test}_{kind}(Src A, Src B) {{ uint64_t m = 0;"
+                       f" for (int l = 0; l < 64; l++) {{ {ctype} x = {cast}(LANE(A, l)),"
+                       f" y = {cast}(LANE(B, l)); (void)x; (void)y; m |= (uint64_t)({expr}) << l; }}"
+                       " return m; }")
+    return "\n".join(heads if declarations else out)
+
+
+def src(text: str, kind: str = "u32") -> str:
+    """A 32-bit source as a Src: a row (stride 1), an SGPR or constant (stride 0), abs/neg as
+    masks on the bits."""
     op = operand(text)
-    width = width_of(kind)
     is_float = kind.startswith("f")
     if (op.neg or op.abs) and not is_float:
         raise Skip(text)
     if op.kind == "const":
         if op.value is None:
             raise Skip(text)
-        bits = constant_bits(op, width, is_float)
-        value = f"((uint64_t){bits}ull)" if width == 64 else f"((uint32_t){bits}u)"
-    elif op.kind == "v" and width == 32:
-        value = f"V({op.index})[l]"
+        where, stride = f"konst({constant_bits(op, 32, is_float)}u)", 0
     elif op.kind == "v":
-        value = f"V64({op.index}, l)"
+        where, stride = f"V({op.index})", 1
     elif op.kind == "s":
-        value = f"S64({op.index})" if width == 64 else f"S[{op.index}]"
+        where, stride = f"&S[{op.index}]", 0
     else:
         raise Skip(text)
-    suffix = "ull" if width == 64 else "u"
-    if op.abs:
-        value = f"({value} & {hex(SIGN[width] - 1)}{suffix})"
-    if op.neg:
-        value = f"({value} ^ {hex(SIGN[width])}{suffix})"
-    return value
+    keep = 0x7FFFFFFF if op.abs else 0xFFFFFFFF
+    flip = 0x80000000 if op.neg else 0
+    return f"SRC({where}, {stride}, {keep}u, {flip}u)"
+
+
+NO_SOURCE = "SRC(konst(0u), 0, 0u, 0u)"
+
+
+def lane_source(text: str, kind: str) -> str:
+    """A 64-bit source's bits in lane l (the few 64-bit ops stay inline)."""
+    op = operand(text)
+    if op.neg or op.abs:
+        raise Skip(text)
+    if op.kind == "const":
+        if op.value is None:
+            raise Skip(text)
+        width = 64 if width_of(kind) == 64 else 32
+        return f"((uint64_t){constant_bits(op, width, kind.startswith('f'))}ull)"
+    if op.kind == "v":
+        return f"V64({op.index}, l)" if width_of(kind) == 64 else f"(uint64_t)V({op.index})[l]"
+    if op.kind == "s":
+        return f"S64({op.index})" if width_of(kind) == 64 else f"(uint64_t)S[{op.index}]"
+    raise Skip(text)
 
 
 def plain_form(ins) -> bool:
     return not ins.modifiers and not ins.mnemonic.endswith(("_dpp", "_sdwa"))
 
 
-def write_lanes(text: str, width: int) -> str:
+def row_of(text: str) -> int:
     op = operand(text)
     if op.kind != "v":
         raise Skip(text)
-    if width == 64:
-        return f"put64(V({op.index}), V({op.index + 1}), t, ex);"
-    return f"put(V({op.index}), t, ex);"
+    return op.index
 
 
 def elementwise(ins, name):
@@ -144,14 +182,18 @@ def elementwise(ins, name):
         texts.append(ins.operands[0])
     if len(texts) != len(kinds):
         raise Skip(name)
-    width = width_of(result)
-    lane_kind = "uint64_t" if width == 64 else "uint32_t"
-    declared = "; ".join(f"{'uint64_t' if width_of(kind) == 64 else 'uint32_t'} "
-                         f"{chr(97 + k)} = {lane_source(text, kind)}"
-                         for k, (text, kind) in enumerate(zip(texts, kinds)))
-    return (f"{{ uint64_t ex = EXEC64; {lane_kind} t[64];"
-            f" for (int l = 0; l < 64; l++) {{ {declared}; t[l] = {expr}; }}"
-            f" {write_lanes(ins.operands[0], width)} }}")
+    row = row_of(ins.operands[0])
+    if width_of(result) == 64 or any(width_of(k) == 64 for k in kinds):
+        declared = "; ".join(f"uint64_t {chr(97 + k)} = {lane_source(text, kind)}"
+                             for k, (text, kind) in enumerate(zip(texts, kinds)))
+        wide = "uint64_t" if width_of(result) == 64 else "uint32_t"
+        store = (f"put64(V({row}), V({row + 1}), t, ex);" if width_of(result) == 64
+                 else f"put(V({row}), t, ex);")
+        return (f"{{ uint64_t ex = EXEC64; {wide} t[64];"
+                f" for (int l = 0; l < 64; l++) {{ {declared}; t[l] = {expr}; }} {store} }}")
+    sources = [src(text, kind) for text, kind in zip(texts, kinds)]
+    sources += [NO_SOURCE] * (3 - len(sources))
+    return f"op_{name}(V({row}), {', '.join(sources)}, EXEC64);"
 
 
 def mask_write(text: str, value: str) -> str:
@@ -161,9 +203,7 @@ def mask_write(text: str, value: str) -> str:
         return ""
     if op.kind != "s":
         raise Skip(text)
-    if op.count == 2:
-        return swrite(text, value, 64)
-    return swrite(text, value, 32)
+    return swrite(text, value, 64 if op.count == 2 else 32)
 
 
 def compare(ins, name):
@@ -172,17 +212,14 @@ def compare(ins, name):
     parts = name.split("_")
     writes_exec, test, kind = parts[0] == "cmpx", parts[1], parts[2]
     tests = FLOAT_TESTS if kind.startswith("f") else INT_TESTS
-    if kind not in TYPES or test not in tests:
+    if kind not in TYPES or width_of(kind) == 64 or test not in tests:
         raise Skip(name)
     texts = list(ins.operands)
     if len(texts) == 2:
         texts = ["vcc"] + texts
-    ctype, cast = TYPES[kind]
-    x, y = lane_source(texts[1], kind), lane_source(texts[2], kind)
     tail = " S[126] = (uint32_t)m; S[127] = (uint32_t)(m >> 32);" if writes_exec else ""
-    return (f"{{ uint64_t ex = EXEC64, m = 0; for (int l = 0; l < 64; l++) {{"
-            f" {ctype} x = {cast}({x}), y = {cast}({y}); m |= (uint64_t)({tests[test]}) << l; }}"
-            f" m &= ex; {mask_write(texts[0], 'm')}{tail} }}")
+    return (f"{{ uint64_t m = cmp_{test}_{kind}({src(texts[1], kind)}, {src(texts[2], kind)})"
+            f" & EXEC64; {mask_write(texts[0], 'm')}{tail} }}")
 
 
 def mask_source(text: str) -> str:
@@ -199,10 +236,8 @@ def cndmask(ins):
         raise Skip("cndmask")
     ops = ins.operands
     select = mask_source(ops[3] if len(ops) == 4 else "vcc")
-    a, b = lane_source(ops[1], "f32"), lane_source(ops[2], "f32")
-    return (f"{{ uint64_t ex = EXEC64, m = {select}; uint32_t t[64];"
-            f" for (int l = 0; l < 64; l++) t[l] = (m >> l & 1) ? {b} : {a};"
-            f" {write_lanes(ops[0], 32)} }}")
+    return (f"cndmask(V({row_of(ops[0])}), {src(ops[1], 'f32')}, {src(ops[2], 'f32')},"
+            f" {select}, EXEC64);")
 
 
 def carry(kind: str, carry_in: bool):
@@ -210,16 +245,13 @@ def carry(kind: str, carry_in: bool):
         if not plain_form(ins):
             raise Skip(kind)
         ops = ins.operands
-        a, b = lane_source(ops[2], "u32"), lane_source(ops[3], "u32")
+        a, b = src(ops[2]), src(ops[3])
         if kind == "subrev":
             a, b = b, a
-        c = f"(int64_t)(m_in >> l & 1)" if carry_in else "0"
-        sign = "+" if kind == "add" else "-"
-        m_in = mask_source(ops[4] if len(ops) > 4 else "vcc") if carry_in else "0"
-        return (f"{{ uint64_t ex = EXEC64, m_in = {m_in}, m = 0; uint32_t t[64];"
-                f" for (int l = 0; l < 64; l++) {{ int64_t s = (int64_t){a} {sign} (int64_t){b}"
-                f" {sign} {c}; t[l] = (uint32_t)s; m |= (uint64_t)((s >> 32) != 0) << l; }}"
-                f" m &= ex; {mask_write(ops[1], 'm')} {write_lanes(ops[0], 32)} }}")
+        m_in = mask_source(ops[4] if len(ops) > 4 else "vcc") if carry_in else "0ull"
+        subtract = int(kind != "add")
+        return (f"{{ uint64_t m = carry_op(V({row_of(ops[0])}), {a}, {b}, {m_in}, {subtract},"
+                f" EXEC64) & EXEC64; {mask_write(ops[1], 'm')} }}")
     return translate
 
 
@@ -237,13 +269,48 @@ def mbcnt(high: bool):
         if not plain_form(ins):
             raise Skip("mbcnt")
         ops = ins.operands
-        mask, base = lane_source(ops[1], "u32"), lane_source(ops[2], "u32")
-        shift = 32 if high else 0
-        return (f"{{ uint64_t ex = EXEC64; uint32_t t[64]; for (int l = 0; l < 64; l++) {{"
-                f" uint32_t below = (uint32_t)(BELOW(l) >> {shift});"
-                f" t[l] = (uint32_t)__builtin_popcount({mask} & below) + {base}; }}"
-                f" {write_lanes(ops[0], 32)} }}")
+        return (f"mbcnt(V({row_of(ops[0])}), {src(ops[1])}, {src(ops[2])}, {32 if high else 0},"
+                " EXEC64);")
     return translate
+
+
+PACKED = {"pk_fma_f32": (0, 3), "pk_mul_f32": (1, 2), "pk_add_f32": (2, 2)}
+PACKED_MODIFIERS = ("op_sel", "op_sel_hi", "neg_lo", "neg_hi")
+
+
+def flags(ins, key: str, default: int) -> list[int]:
+    text = ins.modifiers.get(key)
+    values = [int(x) for x in text.strip("[]").split(",")] if text else []
+    return values + [default] * (4 - len(values))
+
+
+def packed(ins):
+    """v_pk_{fma,mul,add}_f32: op_sel picks the dword feeding the low result, op_sel_hi the
+    high one; neg_lo / neg_hi flip their signs (valu_packed.wide_op)."""
+    name = base_name(ins.mnemonic)
+    if set(ins.modifiers) - set(PACKED_MODIFIERS) or ins.mnemonic.endswith(("_dpp", "_sdwa")):
+        raise Skip(name)
+    op, count = PACKED[name]
+    sel, sel_hi = flags(ins, "op_sel", 0), flags(ins, "op_sel_hi", 1)
+    neg_lo, neg_hi = flags(ins, "neg_lo", 0), flags(ins, "neg_hi", 0)
+    row = row_of(ins.operands[0])
+    halves = []
+    for high, (chosen, negated) in enumerate(((sel, neg_lo), (sel_hi, neg_hi))):
+        sources = [dword(text, chosen[k], negated[k]) for k, text in enumerate(ins.operands[1:1 + count])]
+        halves += sources + [NO_SOURCE] * (3 - count)
+    return f"pk_f32({op}, V({row}), V({row + 1}), {', '.join(halves)}, EXEC64);"
+
+
+def dword(text: str, high: int, negated: int) -> str:
+    op = operand(text)
+    if op.neg or op.abs or op.kind not in ("v", "const"):
+        raise Skip(text)
+    flip = 0x80000000 if negated else 0
+    if op.kind == "const":
+        if op.value is None:
+            raise Skip(text)
+        return f"SRC(konst({constant_bits(op, 32, True)}u), 0, 4294967295u, {flip}u)"
+    return f"SRC(V({op.index + high}), 1, 4294967295u, {flip}u)"
 
 
 FORMS = {"cndmask_b32": cndmask, "add_co_u32": carry("add", False),
@@ -251,7 +318,7 @@ FORMS = {"cndmask_b32": cndmask, "add_co_u32": carry("add", False),
          "subb_co_u32": carry("sub", True), "subrev_co_u32": carry("subrev", False),
          "subbrev_co_u32": carry("subrev", True), "readlane_b32": readlane,
          "readfirstlane_b32": readlane, "mbcnt_lo_u32_b32": mbcnt(False),
-         "mbcnt_hi_u32_b32": mbcnt(True)}
+         "mbcnt_hi_u32_b32": mbcnt(True), **{name: packed for name in PACKED}}
 
 
 def valu(ins):
