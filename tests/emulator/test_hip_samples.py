@@ -1,5 +1,7 @@
 """The HIP samples of tests/samples/hip_emulated/ through the real `harness run --device gfx950`, each against its
-expected verdict in that folder's EXPECTED.md (slow: each sample is built for gfx950 and the CPU, then emulated)."""
+expected verdict in that folder's EXPECTED.md (slow: each sample is built for gfx950 and the CPU, then emulated).
+Fast: the host units a sample's C++ gets (emulated_device.h where it asks for a CUDA tensor)."""
+import ast
 import json
 import os
 import re
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import platform as platforms
+from harness.emulator.hip_runtime import extension
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "samples" / "hip_emulated"
@@ -26,6 +29,28 @@ def cases_file(tmp_path: Path) -> Path:
     path = tmp_path / "cases.txt"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def hip_source(name: str) -> str:
+    """A sample's HIP_SOURCE, read without importing it."""
+    for node in ast.parse((SAMPLES / name).read_text()).body:
+        if isinstance(node, ast.Assign) and node.targets[0].id == "HIP_SOURCE":
+            return node.value.value
+    raise LookupError(name)
+
+
+def test_host_code_that_asks_for_cuda_tensors_gets_the_emulated_view():
+    asks = extension.spec_of("asks", "void round_into(torch::Tensor v, torch::Tensor o);",
+                             hip_source("cuda_at_import.py"))
+    main, host = extension.main_unit(asks), extension.host_unit(asks, "// the hipified unit")
+    for unit in (main, host):
+        assert unit.index("#include <torch/extension.h>") < unit.index("#define is_cuda() is_cpu()")
+        assert "#define kCUDA kCPU" in unit
+    assert host.endswith("// the hipified unit")
+    # a file that never asks keeps its units, and so its cached build
+    plain = extension.spec_of("plain", "", hip_source("fp8_table_ocp.py"))
+    assert extension.host_unit(plain, "unit") == "unit" and "#define" not in extension.main_unit(plain)
+    assert plain.device_view == "" and asks.device_view
 
 
 def test_every_sample_has_a_row():
@@ -50,3 +75,6 @@ def test_the_samples_get_their_verdicts_on_the_emulator(tmp_path):
         assert record["status"] == status, (name, record["reason"])
         assert reason in record["reason"], (name, record["reason"])
         assert record["device"]["name"] == platforms.EMULATOR_MARK and record["emulator"] is not None, name
+        if name.startswith("fp8_private_"):  # its table lives in scratch: the private segment was used
+            loads = [kernel["counts"].get("by_class.scratch_load", 0) for kernel in record["emulator"].values()]
+            assert sum(loads) > 0, (name, record["emulator"])

@@ -1,10 +1,11 @@
 #!POPCORN leaderboard amd-mixed-mla
 #!POPCORN gpu MI355X
 """Test sample (issue 39): a HIP file that speaks CUDA's device at import, as most public HIP files do: a
-workspace made with device="cuda" at module level, the device's properties read and checked for gfx950, and in
-the call .cuda(), torch.cuda.Event and torch.cuda.synchronize(). The attention is plain torch in float32; the
-HIP kernel's one job is to round that result to bf16 into the output (so an unrun kernel leaves poison). Passes
-on the emulator; a CPU run without it stops at import."""
+workspace made with device="cuda" at module level, the device's properties read and checked for gfx950, the
+inputs checked to be CUDA tensors in Python and in the C++ host code (is_cuda(), device type kCUDA), and in the
+call .cuda(), torch.cuda.Event and torch.cuda.synchronize(). The attention is plain torch in float32; the HIP
+kernel's one job is to round that result to bf16 into the output (so an unrun kernel leaves poison). Passes on
+the emulator; a CPU run without it stops at import."""
 import torch
 from torch.utils.cpp_extension import load_inline
 
@@ -29,7 +30,11 @@ __global__ void to_bf16(const float* in, uint16_t* out, long count) {
     out[i] = uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
+#define CHECK_ON_GPU(x) TORCH_CHECK(x.is_cuda() && x.device().type() == torch::kCUDA, #x " must be a CUDA tensor")
+
 void round_into(torch::Tensor values, torch::Tensor out) {
+    CHECK_ON_GPU(values);
+    CHECK_ON_GPU(out);
     const long count = values.numel();
     const int threads = 256;
     const int blocks = static_cast<int>((count + threads - 1) / threads);
@@ -61,6 +66,8 @@ def _attention(q, kv, qo_indptr, kv_indptr, sm_scale):
 
 def custom_kernel(data: input_t) -> output_t:
     q, kv_data, qo_indptr, kv_indptr, config = data
+    if not (q.is_cuda and q.device.type == "cuda"):
+        raise RuntimeError(f"q must be on the GPU, found {q.device}")
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     values = _attention(q, kv_data["bf16"], qo_indptr, kv_indptr, float(config["sm_scale"]))
