@@ -62,8 +62,24 @@ def modified(rng, register):
     return rng.choice([register, register, f"-{register}", f"|{register}|", f"-|{register}|"])
 
 
+def matrix_line(rng) -> str:
+    """MFMAs on fp8 and fp4 operands, and the fp8/bf8 pack (rows 0-31: NaN codes removed)."""
+    a, b, c = 4 * rng.randrange(4), 4 * rng.randrange(4, 6), 4 * rng.randrange(6, 8)
+    return rng.choice([
+        f"v_mfma_f32_16x16x32_fp8_fp8 v[{c}:{c + 3}], v[{a}:{a + 1}], v[{b}:{b + 1}], v[{c}:{c + 3}]",
+        f"v_mfma_f32_32x32x16_fp8_fp8 v[32:47], v[{a}:{a + 1}], v[{b}:{b + 1}], 0",
+        f"v_mfma_f32_16x16x128_f8f6f4 v[{c}:{c + 3}], v[0:7], v[8:15], v[{c}:{c + 3}]",
+        f"v_mfma_f32_16x16x128_f8f6f4 v[{c}:{c + 3}], v[0:3], v[8:11], v[{c}:{c + 3}] cbsz:4 blgp:4",
+        f"v_cvt_pk_fp8_f32 v{rng.randrange(48)}, {vgpr(rng)}, {vgpr(rng)}",
+        f"v_cvt_pk_bf8_f32 v{rng.randrange(48)}, {vgpr(rng)}, {vgpr(rng)} op_sel:[0,0,1]",
+        f"v_cvt_pk_fp8_f32 v{rng.randrange(48)}, -{vgpr(rng)}, {vgpr(rng)}",
+    ])
+
+
 def alu_line(rng) -> str:
-    kind = rng.randrange(12)
+    kind = rng.randrange(13)
+    if kind == 12:
+        return matrix_line(rng)
     d = vgpr(rng, True)
     if kind == 0:
         return f"v_{rng.choice(VOP1)}_e32 {d}, {rng.choice([vgpr(rng), scalar_source(rng)])}"
@@ -160,6 +176,8 @@ def start_state(seed: int, buffer_address: int, full_exec: bool) -> Start:
     v = rng.integers(0, 2**32, (64, 64), dtype=np.uint64).astype(np.uint32)
     nan = (v & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
     v[nan] ^= np.uint32(0x00800000)  # no NaN payloads (one canonical NaN lane below)
+    codes = v[:32].view(np.uint8)
+    codes[(codes & 0x7F) == 0x7F] ^= 1  # no fp8 NaN codes where MFMAs read
     floats = rng.standard_normal((16, 64)).astype(np.float32) * 100
     v[32:48] = floats.view(np.uint32)
     v[40, ::7] = [0x7FC00000, 0xFF800000, 0x80000000, 0, 0x00000001, 0x7F800000, 0x80000001,

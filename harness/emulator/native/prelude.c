@@ -228,4 +228,9 @@ static int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const
 void cndmask(uint32_t *d, Src A, Src B, uint64_t m, uint64_t ex);
 uint64_t carry_op(uint32_t *d, Src A, Src B, uint64_t m_in, int subtract, uint64_t ex);
 void mbcnt(uint32_t *d, Src M, Src B, int shift, uint64_t ex);
+void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c, double c_value,
+                int m, int k, int per_lane, const double *table_a, int width_a, const double *table_b,
+                int width_b, const int32_t *ks_a, const int32_t *ks_b, const int32_t *out_rows, uint64_t ex);
+void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, int top, int over, int nan_code,
+                      int half, int saturate, int high, uint64_t ex);
 void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src B2, Src C2, uint64_t ex);

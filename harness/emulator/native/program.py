@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from ..executor import split_mnemonic
-from . import memory_ops, scalar, vector
+from . import matrix_ops, memory_ops, scalar, vector
 
 HERE = Path(__file__).resolve().parent
 ENV = "HARNESS_EMULATOR_NATIVE"
@@ -37,10 +37,15 @@ def enabled() -> bool:
     return os.environ.get(ENV, "1") != "0"
 
 
-def translate(ins, program):
-    """(C body, jump target or None), or None for the numpy executor."""
+def translate(ins, program, defs: dict):
+    """(C body, jump target or None), or None for the numpy executor; `defs` collects the
+    tables some bodies refer to."""
     encoding, name = split_mnemonic(ins.mnemonic)
     try:
+        if encoding == "v" and name.startswith("mfma_"):
+            return matrix_ops.mfma(ins, name, defs), None
+        if encoding == "v" and name in ("cvt_pk_fp8_f32", "cvt_pk_bf8_f32"):
+            return matrix_ops.cvt_pk_fp8(ins, name, defs), None
         if encoding == "v":
             return vector.valu(ins), None
         if encoding == "s":
@@ -95,10 +100,11 @@ def instruction_c(k: int, body: str) -> str:
 def source(program) -> tuple[str, list[bool]]:
     """The C text of a program and which instructions it runs itself."""
     count = len(program.instructions)
-    bodies = [translate(ins, program) for ins in program.instructions]
+    defs: dict = {}
+    bodies = [translate(ins, program, defs) for ins in program.instructions]
     translated = [b is not None for b in bodies]
     lines = [(HERE / "prelude.c").read_text(), vector.helpers(declarations=True), f"#define COUNT {count}",
-             "typedef int64_t (*Step)(State *);"]
+             "typedef int64_t (*Step)(State *);", *defs.values()]
     lines += [instruction_c(k, b[0]) for k, b in enumerate(bodies) if b is not None]
     table = ", ".join(f"i{k}" if b is not None else "0" for k, b in enumerate(bodies))
     lines += [f"static const Step steps[COUNT + 1] = {{ {table}, 0 }};", DISPATCH]

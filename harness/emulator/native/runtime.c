@@ -39,3 +39,65 @@ void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src
     put(lo, t, ex);
     put(hi, u, ex);
 }
+
+/* code j of lane l: `width` bits at bit j * width of the lane's registers, little-endian */
+static inline uint32_t packed_code(const uint32_t *rows, int l, int j, int width) {
+    int bit = j * width;
+    return rows[(bit / 32) * 64 + l] >> (bit % 32) & ((1u << width) - 1u);
+}
+
+/* matrix.build_mfma for operands whose float64 sums are exact: D = A x B + C, rounded once */
+void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c, double c_value,
+                int m, int k, int per_lane, const double *table_a, int width_a, const double *table_b,
+                int width_b, const int32_t *ks_a, const int32_t *ks_b, const int32_t *out_rows, uint64_t ex) {
+    static double A[2048], B[2048];
+    uint32_t t[16 * 64];
+    int registers = m * m / 64;
+    memset(A, 0, sizeof(double) * m * k);
+    memset(B, 0, sizeof(double) * m * k);
+    for (int l = 0; l < 64; l++)
+        for (int j = 0; j < per_lane; j++) {
+            A[(l % m) * k + ks_a[l * per_lane + j]] = table_a[packed_code(a, l, j, width_a)];
+            B[ks_b[l * per_lane + j] * m + l % m] = table_b[packed_code(b, l, j, width_b)];
+        }
+    for (int r = 0; r < registers; r++)
+        for (int l = 0; l < 64; l++) {
+            int i = out_rows[r * 64 + l], col = l % m;
+            double sum = 0;
+            for (int q = 0; q < k; q++) sum += A[i * k + q] * B[q * m + col];
+            double acc = c ? (double)F(c[r * 64 + l]) : c_value;
+            t[r * 64 + l] = U((float)(sum + acc));
+        }
+    for (int r = 0; r < registers; r++) put(d + r * 64, t + r * 64, ex);
+}
+
+/* numerics.encode_minifloat: nearest code of the ladder of finite positives, ties to even */
+static uint32_t encode_minifloat(float x, const double *v, int top, int over, int nan_code, int half,
+                                 int saturate) {
+    double mag = fabs((double)x);
+    uint32_t code;
+    if (isnan(mag)) code = nan_code;
+    else {
+        int lo = 0, hi = top + 1;
+        while (lo < hi) { int mid = (lo + hi) / 2; if (v[mid] < mag) lo = mid + 1; else hi = mid; }
+        int upper = lo < 1 ? 1 : lo > top ? top : lo;
+        double below = v[upper - 1], above = v[upper];
+        int pick = (mag - below > above - mag) || ((mag - below == above - mag) && upper % 2 == 0);
+        code = pick ? upper : upper - 1;
+        double limit = v[top] + (v[top] - v[top - 1]) / 2;
+        int overflow = mag > limit || (mag == limit && top % 2 == 1);
+        if (overflow || isinf(mag)) code = saturate ? top : over;
+    }
+    return code | (U(x) >> 31) * half;
+}
+
+void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, int top, int over, int nan_code,
+                      int half, int saturate, int high, uint64_t ex) {
+    uint32_t t[64];
+    for (int l = 0; l < 64; l++) {
+        uint32_t pair = encode_minifloat(F(LANE(A, l)), ladder, top, over, nan_code, half, saturate)
+                      | encode_minifloat(F(LANE(B, l)), ladder, top, over, nan_code, half, saturate) << 8;
+        t[l] = high ? (d[l] & 0xFFFFu) | pair << 16 : (d[l] & 0xFFFF0000u) | pair;
+    }
+    put(d, t, ex);
+}

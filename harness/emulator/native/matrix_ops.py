@@ -1,0 +1,87 @@
+"""C for the MFMAs whose float64 sum is exact in any order, so C and numpy's matmul agree bit for
+bit: fp8 (OCP e4m3) and fp4 (e2m1) operands, unscaled (16x16xK, 32x32xK). A product of two e4m3
+values has 8 significant bits between 2^-18 and 2^17; 128 of them stay within 53 bits. Others
+(bf8, f16, bf16, scaled, i8) run in numpy. Also v_cvt_pk_fp8_f32 (numerics.encode_minifloat)."""
+import numpy as np
+
+from .. import matrix
+from ..numerics import FORMATS
+from .scalar import Skip, operand
+from .vector import src
+
+EXACT_KINDS = ("fp8", "fp4")
+
+
+def c_double(value: float) -> str:
+    if np.isnan(value):
+        return "NAN"
+    if np.isinf(value):
+        return "INFINITY" if value > 0 else "-INFINITY"
+    return float(value).hex()
+
+
+def define(defs: dict, name: str, ctype: str, values) -> str:
+    if name not in defs:
+        defs[name] = f"static const {ctype} {name}[] = {{ {', '.join(values)} }};"
+    return name
+
+
+def table(defs: dict, kind: str) -> str:
+    values, _ = FORMATS[kind]
+    return define(defs, f"decode_{kind}", "double", [c_double(v) for v in values])
+
+
+def mfma(ins, name: str, defs: dict) -> str:
+    found = matrix.SHAPE.match(name)
+    if not found or name.startswith("mfma_scale") or found.group(1) != "f32":
+        raise Skip(name)
+    m, n, k, suffix = (int(found.group(2)), int(found.group(3)), int(found.group(4)),
+                       found.group(5))
+    if m != n or m not in (16, 32):
+        raise Skip(name)
+    kind_a, kind_b = matrix.element_kinds(ins, suffix)
+    if kind_a not in EXACT_KINDS or kind_b not in EXACT_KINDS:
+        raise Skip(name)
+    if set(ins.modifiers) - {"cbsz", "blgp"}:
+        raise Skip(name)
+    _, _, out_rows, per_lane = matrix.layout(m, k)
+    ks_a, ks_b = matrix.k_order(m, k, "A", kind_a), matrix.k_order(m, k, "B", kind_b)
+    shape = f"{m}x{k}"
+    ka = define(defs, f"ks_{shape}_{kind_a}", "int32_t", [str(x) for x in ks_a.ravel()])
+    kb = define(defs, f"ks_{shape}_{kind_b}", "int32_t", [str(x) for x in ks_b.ravel()])
+    rows = define(defs, f"out_rows_{shape}", "int32_t", [str(x) for x in out_rows.ravel()])
+    d, a, b, c = (operand(text) for text in ins.operands[:4])
+    if d.kind != "v" or a.kind != "v" or b.kind != "v" or c.kind not in ("v", "const"):
+        raise Skip(name)
+    width_a, width_b = FORMATS[kind_a][1], FORMATS[kind_b][1]
+    if c.kind == "const":
+        accumulate = f"NULL, {c_double(float(c.value))}"
+    else:
+        accumulate = f"V({c.index}), 0.0"
+    return (f"mfma_exact(V({d.index}), V({a.index}), V({b.index}), {accumulate}, {m}, {k},"
+            f" {per_lane}, {table(defs, kind_a)}, {width_a}, {table(defs, kind_b)}, {width_b},"
+            f" {ka}, {kb}, {rows}, EXEC64);")
+
+
+def cvt_pk_fp8(ins, name: str, defs: dict) -> str:
+    """v_cvt_pk_fp8_f32 / bf8: two values RNE into one 16-bit half (op_sel[3]: the high half)."""
+    if set(ins.modifiers) - {"op_sel", "clamp"} or ins.mnemonic.endswith(("_dpp", "_sdwa")):
+        raise Skip(name)
+    kind = "fp8" if name == "cvt_pk_fp8_f32" else "bf8"
+    values, _ = FORMATS[kind]
+    positives = values[:len(values) // 2]
+    finite = np.isfinite(positives)
+    top = int(np.flatnonzero(finite)[-1])
+    beyond = np.flatnonzero(~finite)
+    over = int(beyond[0]) if len(beyond) and np.isinf(positives[beyond[0]]) else len(values) // 2 - 1
+    ladder = define(defs, f"ladder_{kind}", "double", [c_double(v) for v in positives[:top + 1]])
+    text = ins.modifiers.get("op_sel", "")
+    bits = [int(x) for x in text.strip("[]").split(",")] if text else []
+    high = bits[2] if len(bits) > 2 else 0
+    row = operand(ins.operands[0])
+    if row.kind != "v":
+        raise Skip(name)
+    saturate = int("clamp" in ins.modifiers)
+    return (f"cvt_pk_minifloat(V({row.index}), {src(ins.operands[1], 'f32')},"
+            f" {src(ins.operands[2], 'f32')}, {ladder}, {top}, {over}, {len(values) // 2 - 1},"
+            f" {len(values) // 2}, {saturate}, {high}, EXEC64);")
