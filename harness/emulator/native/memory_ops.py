@@ -9,17 +9,15 @@ DS_SIZES = {"b32": 4, "b64": 8, "b128": 16}
 
 
 def global_address(ins, address_text: str, base_text: str) -> str:
-    """C for lane l's 64-bit address (vmem.global_address)."""
+    """C arguments for the lanes' 64-bit addresses (vmem.global_address): base, offset, and the
+    address row (a 64-bit pair when there is no SGPR base: its high row, else NULL)."""
     offset = int(ins.modifiers.get("offset", "0"), 0) & 0xFFFFFFFFFFFFFFFF
-    base = operand(base_text)
     vaddr = operand(address_text)
-    if base.kind == "null":
-        if vaddr.kind != "v":
-            raise Skip(address_text)
-        return f"(V64({vaddr.index}, l) + {offset}ull)"
     if vaddr.kind != "v":
         raise Skip(address_text)
-    return f"({sread(base_text, 64)} + (uint64_t){offset}ull + (uint64_t)V({vaddr.index})[l])"
+    if operand(base_text).kind == "null":
+        return f"0ull, {offset}ull, V({vaddr.index}), V({vaddr.index + 1})"
+    return f"{sread(base_text, 64)}, {offset}ull, V({vaddr.index}), NULL"
 
 
 def only(ins, allowed) -> None:
@@ -32,29 +30,20 @@ def global_op(ins, name):
     if len(parts) != 2 or parts[1] not in GLOBAL_SIZES or len(ins.operands) != 3:
         raise Skip(name)
     only(ins, ("offset",))
-    size = GLOBAL_SIZES[parts[1]]
-    words = size // 4
+    words = GLOBAL_SIZES[parts[1]] // 4
     if parts[0] == "load":
         row = operand(ins.operands[0])
         address = global_address(ins, ins.operands[1], ins.operands[2])
-        return (f"{{ uint64_t ex = EXEC64, at[64];"
-                f" for (int l = 0; l < 64; l++) at[l] = {address};"
-                f" if (!lanes_inside(st, at, ex, {size})) FALLBACK;"
-                f" for (int l = 0; l < 64; l++) if (ex >> l & 1) {{ uint32_t w_[{words}];"
-                f" memcpy(w_, (const void *)(uintptr_t)at[l], {size});"
-                f" for (int k = 0; k < {words}; k++) V({row.index} + k)[l] = w_[k]; }}"
-                f" st->bytes[GLOBAL_LOAD] += {size} * __builtin_popcountll(ex); }}")
-    if parts[0] == "store":
+        store = 0
+    elif parts[0] == "store":
         row = operand(ins.operands[1])
         address = global_address(ins, ins.operands[0], ins.operands[2])
-        return (f"{{ uint64_t ex = EXEC64, at[64];"
-                f" for (int l = 0; l < 64; l++) at[l] = {address};"
-                f" if (!lanes_inside(st, at, ex, {size})) FALLBACK;"
-                f" for (int l = 0; l < 64; l++) if (ex >> l & 1) {{ uint32_t w_[{words}];"
-                f" for (int k = 0; k < {words}; k++) w_[k] = V({row.index} + k)[l];"
-                f" memcpy((void *)(uintptr_t)at[l], w_, {size}); }}"
-                f" st->bytes[GLOBAL_STORE] += {size} * __builtin_popcountll(ex); st->progress++; }}")
-    raise Skip(name)
+        store = 1
+    else:
+        raise Skip(name)
+    if row.kind != "v":
+        raise Skip(name)
+    return f"if (!global_access(st, {address}, V({row.index}), {words}, {store}, EXEC64)) FALLBACK;"
 
 
 def lds_addresses(text: str, offset: int) -> str:

@@ -2,6 +2,111 @@
    translator version with -O2, so each code object's own C stays small and quick to build). The
    elementwise ops and compares are appended by vector.helpers(). */
 
+/* HostMemory: [at, at + n) inside one region */
+int inside(const State *st, uint64_t at, uint64_t n) {
+    int64_t lo = 0, hi = st->regions - 1, found = -1;
+    while (lo <= hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (st->starts[mid] <= at) { found = mid; lo = mid + 1; } else hi = mid - 1;
+    }
+    return found >= 0 && at + n <= st->ends[found];
+}
+
+int lanes_inside(const State *st, const uint64_t *at, uint64_t ex, uint64_t n) {
+    for (int l = 0; l < 64; l++)
+        if ((ex >> l & 1) && !inside(st, at[l], n)) return 0;
+    return 1;
+}
+
+/* global_load/store_dword(xN): every lane's address checked before anything moves; a store
+   goes lane by lane (the last lane wins where two meet), and counts as progress */
+int global_access(State *st, uint64_t base, uint64_t offset, const uint32_t *lo, const uint32_t *hi,
+                  uint32_t *rows, int words, int store, uint64_t ex) {
+    uint64_t at[64];
+    uint32_t size = 4u * (uint32_t)words;
+    for (int l = 0; l < 64; l++)
+        at[l] = hi ? ((uint64_t)lo[l] | (uint64_t)hi[l] << 32) + offset : base + offset + lo[l];
+    if (!lanes_inside(st, at, ex, size)) return 0;
+    for (int l = 0; l < 64; l++) {
+        if (!(ex >> l & 1)) continue;
+        uint32_t w_[4];
+        if (store) {
+            for (int k = 0; k < words; k++) w_[k] = rows[k * 64 + l];
+            memcpy((void *)(uintptr_t)at[l], w_, size);
+        } else {
+            memcpy(w_, (const void *)(uintptr_t)at[l], size);
+            for (int k = 0; k < words; k++) rows[k * 64 + l] = w_[k];
+        }
+    }
+    st->bytes[store ? GLOBAL_STORE : GLOBAL_LOAD] += (int64_t)size * __builtin_popcountll(ex);
+    st->progress += store;
+    return 1;
+}
+
+static int lds_in_range(const State *st, const int64_t *at, uint64_t ex, int64_t n) {
+    for (int l = 0; l < 64; l++)
+        if ((ex >> l & 1) && (at[l] < 0 || at[l] > st->lds_size - n)) return 0;
+    return 1;
+}
+
+static inline int clash(const State *st, int64_t tag) { return tag >= st->current && tag != st->mine; }
+
+int lds_read_ok(const State *st, const int64_t *at, uint64_t ex, int64_t n) {
+    if (!lds_in_range(st, at, ex, n)) return 0;
+    if (!st->checked) return 1;
+    for (int l = 0; l < 64; l++)
+        if (ex >> l & 1)
+            for (int64_t b = 0; b < n; b++)
+                if (clash(st, st->written[at[l] + b])) return 0;
+    return 1;
+}
+
+/* checked by lds_read_ok first; words of lane l go to rows row0, row0 + 1, ... */
+void lds_read(State *st, const int64_t *at, uint64_t ex, int64_t n, uint32_t *row0) {
+    int64_t words = n / 4;
+    for (int l = 0; l < 64; l++) {
+        if (!(ex >> l & 1)) continue;
+        uint32_t w_[4];
+        memcpy(w_, st->lds + at[l], n);
+        for (int64_t k = 0; k < words; k++) row0[k * 64 + l] = w_[k];
+        if (st->checked)
+            for (int64_t b = 0; b < n; b++) {
+                int64_t *tag = &st->read_by[at[l] + b];
+                *tag = clash(st, *tag) ? (st->current | MANY_TAG) : st->mine;
+            }
+    }
+}
+
+/* lds.py's write: bytes already there are no race; all checked before any lands */
+int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0) {
+    if (!lds_in_range(st, at, ex, n)) return 0;
+    int64_t words = n / 4;
+    uint8_t data[64][16];
+    for (int l = 0; l < 64; l++) {
+        if (!(ex >> l & 1)) continue;
+        uint32_t w_[4];
+        for (int64_t k = 0; k < words; k++) w_[k] = row0[k * 64 + l];
+        memcpy(data[l], w_, n);
+    }
+    if (st->checked) {
+        for (int l = 0; l < 64; l++)
+            if (ex >> l & 1)
+                for (int64_t b = 0; b < n; b++)
+                    if (st->lds[at[l] + b] != data[l][b] &&
+                        (clash(st, st->written[at[l] + b]) || clash(st, st->read_by[at[l] + b])))
+                        return 0;
+        for (int l = 0; l < 64; l++)
+            if (ex >> l & 1)
+                for (int64_t b = 0; b < n; b++)
+                    if (st->lds[at[l] + b] != data[l][b]) st->written[at[l] + b] = st->mine;
+    }
+    for (int l = 0; l < 64; l++)
+        if (ex >> l & 1) memcpy(st->lds + at[l], data[l], n);
+    return 1;
+}
+
+
+
 void cndmask(uint32_t *d, Src A, Src B, uint64_t m, uint64_t ex) {
     uint32_t t[64];
     for (int l = 0; l < 64; l++) t[l] = (m >> l & 1) ? LANE(B, l) : LANE(A, l);
