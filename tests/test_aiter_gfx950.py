@@ -6,18 +6,23 @@ LDS race stops the call, naming the kernel and the racing instruction.
 The pinned wheel must be unpacked (`make setup`).
 """
 import hashlib
+import importlib.util
 import struct
+from pathlib import Path
 
 import pytest
 import torch
 
 import reference
+from harness import platform as platforms
+from harness import submission as subs
 from harness.aiter_gfx950 import kernargs, package, routing
 from harness.aiter_standin import decode
-from harness.aiter_standin import metadata as standin_metadata
 from harness.emulator.errors import EmulationFault
+from harness.run import protocol
 
 A8W8 = "mla_a8w8_qh16_qseqlen1_gqaratio16"
+TOOL = Path(__file__).resolve().parent.parent / "bench" / "tools" / "aiter_a8w8_race.py"
 
 
 def test_the_unpacked_code_objects_are_the_pinned_ones():
@@ -82,27 +87,11 @@ def test_without_the_wheel_a_cpu_call_is_modelled_and_says_why(monkeypatch, tmp_
 
 
 def _inputs(batch: int, kv: int, variant: str, persistent: bool, seed: int = 3) -> dict:
-    """mla_decode_fwd's arguments for one of the emulated kernels (16 heads, one query token)."""
-    q, kv_data, qo_indptr, kv_indptr, _ = reference.generate_input(batch, 1, kv, seed, device="cpu")
-    kv8, kv_scale = kv_data["fp8"]
-    q_scale = None
-    if variant == "a8w8":
-        q, q_scale = reference.quantize_fp8(q, dtype=kv8.dtype)
-    kv_rows = kv_data["bf16"] if variant == "a16w16" else kv8
-    args = dict(q=q, kv_buffer=kv_rows.reshape(-1, 1, 1, kv_rows.shape[-1]), qo_indptr=qo_indptr.int(),
-                kv_indptr=kv_indptr.int(), kv_indices=torch.arange(kv_rows.shape[0], dtype=torch.int32),
-                kv_last_page_lens=torch.ones(batch, dtype=torch.int32), max_seqlen_q=1,
-                sm_scale=reference.SM_SCALE, q_scale=q_scale,
-                kv_scale=None if variant == "a16w16" else kv_scale)
-    if persistent:
-        shapes = standin_metadata.get_mla_metadata_info_v1(batch, 1, 16, q.dtype, kv_rows.dtype, False)
-        meta, indptr, works, r_indptr, r_final, r_partial = [torch.empty(s, dtype=t) for s, t in shapes]
-        standin_metadata.get_mla_metadata_v1(args["qo_indptr"], args["kv_indptr"], args["kv_last_page_lens"],
-                                             16, 1, True, meta, works, indptr, r_indptr, r_final, r_partial,
-                                             max_split_per_batch=2, dtype_q=q.dtype, dtype_kv=kv_rows.dtype)
-        args.update(work_meta_data=meta, work_indptr=indptr, work_info_set=works, reduce_indptr=r_indptr,
-                    reduce_final_map=r_final, reduce_partial_map=r_partial)
-    return args
+    """mla_decode_fwd's arguments for one of the emulated kernels, as the bench tool builds them (2 splits)."""
+    spec = importlib.util.spec_from_file_location("aiter_a8w8_race", TOOL)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool.decode_arguments(batch, kv, seed, variant, persistent, 2 if persistent else None)
 
 
 def _decode(monkeypatch, how: str, args: dict) -> tuple[torch.Tensor, list]:
@@ -124,8 +113,9 @@ def _same_as_torch(monkeypatch, batch, kv, variant, persistent, kernel):
     return said
 
 
+@pytest.mark.slow
 def test_the_a16w16_kernel_matches_the_torch_stand_in(monkeypatch):
-    """Non-persistent bf16 with two splits merged by the stand-in's stage 2 (about 4 s)."""
+    """Non-persistent bf16, splits merged by the stand-in's stage 2 (4 s of CPU, 8-14 s loaded)."""
     said = _same_as_torch(monkeypatch, 2, 256, "a16w16", False, "mla_dec_stage1_bf16_a16w16_subQ16_mqa16")
     assert "(as at the runner's pin)" in said[0]
 
@@ -155,3 +145,36 @@ def test_the_nonpersistent_a8w8_kernel_stops_at_its_lds_race(monkeypatch):
     assert stopped.value.kind == "lds race" and f"aiter's {A8W8}.co" in text
     assert "_ZN5aiter33mla_a8w8_qh16_qseqlen1_gqaratio16E" in text and " at 0x" in text
     assert "schedule assumed" in text and "LDS-DMA" in text
+
+
+SAMPLES = Path(__file__).resolve().parent / "samples" / "aiter"
+SMALL = [{"batchsize": 2, "qseqlen": 1, "kvseqlen": 300, "seed": 5}]
+
+
+def _run_on_the_cpu(tmp_path, monkeypatch, path: Path, how: str):
+    monkeypatch.setenv("HARNESS_AITER", how)
+    return protocol.evaluate(subs.from_path(path), platforms.detect("cpu"), "test", SMALL, cases_name="test",
+                             flush="fast", timeout_s=600.0, log_dir=tmp_path)
+
+
+@pytest.mark.slow
+def test_a_nonpersistent_a8w8_wrapper_fails_on_its_race_and_the_persistent_one_passes(tmp_path, monkeypatch):
+    """tests/samples/aiter/gfx950: 8 splits of fp8 Q and KV; 30-70 s each on the 2-core machine."""
+    racing = _run_on_the_cpu(tmp_path, monkeypatch, SAMPLES / "gfx950" / "nonpersistent_a8w8_splits.py", "emulate")
+    assert racing.status == "fail" and f"lds race: aiter's {A8W8}.co" in racing.results[0].message
+    persistent = _run_on_the_cpu(tmp_path, monkeypatch, SAMPLES / "gfx950" / "persistent_a8w8_splits.py", "emulate")
+    assert persistent.status == "pass", persistent.reason
+    assert any(f"aiter emulated (gfx950; amd-aiter {package.version()} code objects; {A8W8}_ps)" in w
+               for w in persistent.warnings), persistent.warnings
+
+
+@pytest.mark.slow
+def test_a_standin_sample_on_the_racing_kernel_changes_verdict_when_emulated(tmp_path, monkeypatch):
+    """Why the stand-in corpus runs with HARNESS_AITER=torch: its fp8 non-persistent samples (fixed_q_amax,
+    every_2nd_kv, q_cache_data_ptr, cuda_graph_replay) take the racing kernel, so emulated they fail on the
+    race before their own hack is judged; modelled in torch they pass and say the ranked-mode risk."""
+    path = SAMPLES / "standin" / "fixed_q_amax.py"
+    modelled = _run_on_the_cpu(tmp_path, monkeypatch, path, "torch")
+    assert modelled.status == "pass" and any("ranked-mode risk" in w for w in modelled.warnings)
+    emulated = _run_on_the_cpu(tmp_path, monkeypatch, path, "emulate")
+    assert emulated.status == "fail" and "lds race" in emulated.results[0].message

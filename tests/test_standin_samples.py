@@ -63,7 +63,8 @@ def cpu_cases():
 
 
 @pytest.mark.parametrize("path, key, expected", list(cpu_cases()))
-def test_sample_verdict_on_the_cpu(tmp_path, path, key, expected):
+def test_sample_verdict_on_the_cpu(tmp_path, monkeypatch, path, key, expected):
+    monkeypatch.setenv("HARNESS_AITER", "torch")  # the torch model's verdicts; emulated: tests/test_aiter_gfx950.py
     mode, specs = CPU_RUNS[key]
     run = protocol.evaluate(subs.from_path(path), CPU, mode, specs, cases_name="test", flush="fast",
                             timeout_s=300.0, budgets=QUICK, log_dir=tmp_path)

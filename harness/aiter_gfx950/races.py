@@ -16,10 +16,11 @@ import numpy as np
 from harness.emulator import lds as lds_module
 from harness.emulator.errors import EmulationFault
 
-SCHEDULE = ("the emulator runs each wave of a workgroup up to its next s_barrier (or 4000 "
-            "instructions) before the next wave, and lands LDS-DMA at issue (on MI355X a memory round "
-            "trip later): a wave can run this far ahead of another on hardware only if the other lags, "
-            "which is rare per call and likely over ranked mode's ~100 calls")
+SCHEDULE = ("the checker flags two waves touching one LDS byte between two s_barriers, one of them "
+            "writing, whatever their order; the emulator ran the waves of a workgroup in lockstep (one "
+            "instruction each in turn) and lands LDS-DMA at issue (on MI355X a memory round trip later), "
+            "so a race it names needs a wave to lag on hardware, which is rare per call and likely over "
+            "ranked mode's ~100 calls")
 
 
 def _instruction():
@@ -64,7 +65,7 @@ class _Offsets:
         pc = int(written[byte] if by_writer or not writing else read[byte])
         self.last_pc = pc
         if pc < 0:
-            return "an instruction whose offset the emulator did not keep"
+            return "an access whose offset the emulator did not keep (its native path)"
         return f"{self.names.get(pc, '?')} at 0x{pc:x}"
 
 
