@@ -32,7 +32,7 @@ SOP2 = ["add_u32", "addc_u32", "sub_u32", "subb_u32", "add_i32", "sub_i32", "mul
         "bfe_u32", "bfe_i32", "bfm_b32", "lshl2_add_u32", "cselect_b32", "absdiff_i32",
         "pack_ll_b32_b16", "andn2_b32", "nor_b32"]
 SOP2_64 = ["or_b64", "andn2_b64", "xor_b64", "cselect_b64"]
-SOP1 = ["mov_b32", "not_b32", "ff1_i32_b32", "flbit_i32_b32", "sext_i32_i16", "bcnt1_i32_b32"]
+SOP1 = ["abs_i32", "mov_b32", "not_b32", "ff1_i32_b32", "flbit_i32_b32", "sext_i32_i16", "bcnt1_i32_b32"]
 SOPC = ["lt_i32", "eq_u32", "gt_u32", "ge_i32", "lg_u32"]
 # no negative integers where a float op may read them: as f32 they are NaNs with payloads, and
 # which of two NaNs a sum returns follows numpy's loop order (no C code can promise that)
@@ -114,7 +114,10 @@ def alu_line(rng) -> str:
                            f"v_readfirstlane_b32 {sgpr(rng)}, {vgpr(rng)}",
                            f"v_readlane_b32 {sgpr(rng)}, {vgpr(rng)}, {sgpr(rng)}",
                            f"v_mbcnt_lo_u32_b32 {d}, {sgpr(rng)}, {vgpr(rng)}",
-                           f"v_mbcnt_hi_u32_b32 {d}, -1, {vgpr(rng)}"])
+                           f"v_mbcnt_hi_u32_b32 {d}, -1, {vgpr(rng)}",
+                           f"v_mad_i32_i24 {d}, {vgpr(rng)}, {sgpr(rng)}, {vgpr(rng)}",
+                           f"v_mad_u64_u32 v[{2 * (k := rng.randrange(20))}:{2 * k + 1}], "
+                           f"s[4:5], {vgpr(rng)}, {sgpr(rng)}, v[20:21]"])
     if kind == 8 and rng.random() < 0.4:
         row, a, b, c = (2 * rng.randrange(WRITABLE_V // 2 - 1) for _ in range(4))
         sel = f" op_sel:[{rng.randrange(2)},{rng.randrange(2)},0]" if rng.random() < 0.3 else ""
@@ -149,6 +152,8 @@ def memory_line(rng) -> str:
     return rng.choice([
         f"ds_write_b32 v56, {vgpr(rng)} offset:{4 * rng.randrange(16)}",
         f"ds_write_b64 v57, v[{d}:{d + 1}]",
+        f"ds_write_b8 v57, {vgpr(rng)} offset:{rng.randrange(64)}",
+        f"ds_write_b16 v56, {vgpr(rng)} offset:{2 * rng.randrange(32)}",
         f"ds_write_b128 v56, v[{d}:{d + 3}] offset:32",
         f"ds_write2_b32 v57, {vgpr(rng)}, {vgpr(rng)} offset1:{rng.randrange(1, 8)}",
         f"ds_read_b32 v{d}, v57 offset:{4 * rng.randrange(16)}",

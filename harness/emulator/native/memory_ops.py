@@ -6,6 +6,7 @@ from .scalar import Skip, operand, sread
 
 GLOBAL_SIZES = {"dword": 4, "dwordx2": 8, "dwordx4": 16}
 DS_SIZES = {"b32": 4, "b64": 8, "b128": 16}
+WRITE_SIZES = {"b8": 1, "b16": 2, **DS_SIZES}
 
 
 def global_address(ins, address_text: str, base_text: str) -> str:
@@ -106,11 +107,10 @@ def ds(ins, name):
     parts = name.split("_")
     if name == "bpermute_b32":
         return bpermute(ins)
-    if len(parts) == 2 and parts[1] in DS_SIZES:
-        if parts[0] == "read":
-            return ds_read(ins, DS_SIZES[parts[1]])
-        if parts[0] == "write":
-            return ds_write(ins, DS_SIZES[parts[1]], ins.operands[1:2])
+    if len(parts) == 2 and parts[0] == "read" and parts[1] in DS_SIZES:
+        return ds_read(ins, DS_SIZES[parts[1]])
+    if len(parts) == 2 and parts[0] == "write" and parts[1] in WRITE_SIZES:
+        return ds_write(ins, WRITE_SIZES[parts[1]], ins.operands[1:2])
     if parts[0] in ("read2", "write2", "read2st64", "write2st64") and parts[1] in ("b32", "b64"):
         size = DS_SIZES[parts[1]]
         scale = size * (64 if "st64" in parts[0] else 1)

@@ -33,6 +33,14 @@ enum { BUDGET_STOP, NEED_NUMPY, BARRIER_STOP, END_STOP };
 static inline float F(uint32_t x) { float f; memcpy(&f, &x, 4); return f; }
 static inline uint32_t U(float f) { uint32_t x; memcpy(&x, &f, 4); return x; }
 
+/* a float op's NaN as x86 and numpy's loops give it: the first NaN operand, quieted */
+static inline float first_nan(float a, float b, float r) {
+    return isnan(a) ? F(U(a) | 0x400000u) : isnan(b) ? F(U(b) | 0x400000u) : r;
+}
+#define FADD(a, b) first_nan(a, b, (a) + (b))
+#define FSUB(a, b) first_nan(a, b, (a) - (b))
+#define FMUL(a, b) first_nan(a, b, (a) * (b))
+
 static inline void put(uint32_t *d, const uint32_t *t, uint64_t ex) {
     if (ex == ~0ull) { memcpy(d, t, 256); return; }
     for (int l = 0; l < 64; l++) d[l] = (ex >> l & 1) ? t[l] : d[l];
@@ -66,7 +74,9 @@ static inline float vmax(float a, float b) {
 /* numerics.fma_f32 step by step (the same double operations, so NaNs come out the same):
    the exact product plus c in double, made round-to-odd where it could be a float tie */
 static inline float fma_ref(float a, float b, float c) {
-    double p = (double)a * (double)b, t = p + (double)c;
+    double da = a, db = b, dc = c;  /* x86 (and numpy's loops): of two NaNs, the first wins */
+    double p = isnan(da) ? da : isnan(db) ? db : da * db;
+    double t = isnan(p) ? p : isnan(dc) ? dc : p + dc;
     uint64_t bits; memcpy(&bits, &t, 8);
     if (bits & 0x0FFFFFFFull) return (float)t;
     double back = t - p, err = (p - (t - back)) + ((double)c - back);
@@ -164,4 +174,6 @@ void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_
                 int width_b, const int32_t *ks_a, const int32_t *ks_b, const int32_t *out_rows, uint64_t ex);
 void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, int top, int over, int nan_code,
                       int half, int saturate, int high, uint64_t ex);
+uint64_t mad_64_32(uint32_t *lo, uint32_t *hi, Src A, Src B, const uint32_t *c_lo, const uint32_t *c_hi,
+                   int is_signed, uint64_t ex);
 void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src B2, Src C2, uint64_t ex);

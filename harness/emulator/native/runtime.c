@@ -80,7 +80,7 @@ void lds_read(State *st, const int64_t *at, uint64_t ex, int64_t n, uint32_t *ro
 /* lds.py's write: bytes already there are no race; all checked before any lands */
 int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0) {
     if (!lds_in_range(st, at, ex, n)) return 0;
-    int64_t words = n / 4;
+    int64_t words = n < 4 ? 1 : n / 4;  /* b8 / b16: the register's low bytes */
     uint8_t data[64][16];
     for (int l = 0; l < 64; l++) {
         if (!(ex >> l & 1)) continue;
@@ -138,8 +138,8 @@ void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src
     for (int l = 0; l < 64; l++) {
         float a = F(LANE(A, l)), b = F(LANE(B, l)), c = F(LANE(C, l));
         float a2 = F(LANE(A2, l)), b2 = F(LANE(B2, l)), c2 = F(LANE(C2, l));
-        t[l] = U(op == 0 ? fma_ref(a, b, c) : op == 1 ? a * b : a + b);
-        u[l] = U(op == 0 ? fma_ref(a2, b2, c2) : op == 1 ? a2 * b2 : a2 + b2);
+        t[l] = U(op == 0 ? fma_ref(a, b, c) : op == 1 ? FMUL(a, b) : FADD(a, b));
+        u[l] = U(op == 0 ? fma_ref(a2, b2, c2) : op == 1 ? FMUL(a2, b2) : FADD(a2, b2));
     }
     put(lo, t, ex);
     put(hi, u, ex);
@@ -205,4 +205,24 @@ void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, int top, 
         t[l] = high ? (d[l] & 0xFFFFu) | pair << 16 : (d[l] & 0xFFFF0000u) | pair;
     }
     put(d, t, ex);
+}
+
+/* v_mad_u64_u32 / v_mad_i64_i32: D = S0 * S1 + S2 (64-bit), the carry-out is bit 64 of the sum */
+uint64_t mad_64_32(uint32_t *lo, uint32_t *hi, Src A, Src B, const uint32_t *c_lo, const uint32_t *c_hi,
+                   int is_signed, uint64_t ex) {
+    uint32_t t[64], u[64]; uint64_t m = 0;
+    for (int l = 0; l < 64; l++) {
+        uint64_t c = (uint64_t)c_lo[l] | (uint64_t)c_hi[l] << 32;
+        unsigned __int128 total;
+        if (is_signed)
+            total = (unsigned __int128)((__int128)(int64_t)(int32_t)LANE(A, l) * (int32_t)LANE(B, l)
+                                        + (__int128)(int64_t)c);
+        else
+            total = (unsigned __int128)LANE(A, l) * LANE(B, l) + c;
+        t[l] = (uint32_t)total; u[l] = (uint32_t)(total >> 32);
+        m |= (uint64_t)((total >> 64) & 1) << l;
+    }
+    put(lo, t, ex);
+    put(hi, u, ex);
+    return m;
 }

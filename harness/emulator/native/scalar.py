@@ -84,7 +84,7 @@ SOP2 = {
 }
 for _shift in (1, 2, 3, 4):
     SOP2[f"lshl{_shift}_add_u32"] = (32, f"(uint32_t)(((uint64_t)a << {_shift}) + b)",
-                                     f"(((uint64_t)a << {_shift}) + b) >> 32")
+                                     f"((((uint64_t)a << {_shift}) + b) >> 32) != 0")
 for _name, _expr in LOGIC.items():
     SOP2[f"{_name}_b32"] = (32, _expr, "r != 0")
     SOP2[f"{_name}_b64"] = (64, _expr, "r != 0")
@@ -96,6 +96,7 @@ SOP1 = {"mov_b32": (32, "a", None), "mov_b64": (64, "a", None),
         "ff1_i32_b32": (32, "a ? (uint32_t)__builtin_ctz(a) : 0xFFFFFFFFu", None),
         "ff1_i32_b64": (64, "a ? (uint64_t)__builtin_ctzll(a) : 0xFFFFFFFFull", None),
         "flbit_i32_b32": (32, "a ? (uint32_t)__builtin_clz(a) : 0xFFFFFFFFu", None),
+        "abs_i32": (32, "(uint32_t)abs32((int32_t)a)", "r != 0"),
         "sext_i32_i8": (32, "(uint32_t)(int32_t)(int8_t)a", None),
         "sext_i32_i16": (32, "(uint32_t)(int32_t)(int16_t)a", None)}
 SAVEEXEC = {"and": "s & e", "or": "s | e", "xor": "s ^ e", "andn2": "s & ~e", "orn2": "s | ~e",

@@ -10,8 +10,8 @@ SIGN = {32: 0x80000000, 64: 0x8000000000000000}
 F, I, U, B = "f32", "i32", "u32", "b32"
 # name -> (result type, source types, C on a, b, c: the sources' bits per lane)
 EXPRESSIONS = {
-    "add_f32": (F, [F, F], "U(F(a) + F(b))"), "sub_f32": (F, [F, F], "U(F(a) - F(b))"),
-    "subrev_f32": (F, [F, F], "U(F(b) - F(a))"), "mul_f32": (F, [F, F], "U(F(a) * F(b))"),
+    "add_f32": (F, [F, F], "U(FADD(F(a), F(b)))"), "sub_f32": (F, [F, F], "U(FSUB(F(a), F(b)))"),
+    "subrev_f32": (F, [F, F], "U(FSUB(F(b), F(a)))"), "mul_f32": (F, [F, F], "U(FMUL(F(a), F(b)))"),
     "min_f32": (F, [F, F], "U(vmin(F(a), F(b)))"), "max_f32": (F, [F, F], "U(vmax(F(a), F(b)))"),
     "fma_f32": (F, [F, F, F], "U(fma_ref(F(a), F(b), F(c)))"),
     "fmac_f32": (F, [F, F, F], "U(fma_ref(F(a), F(b), F(c)))"),
@@ -46,6 +46,7 @@ EXPRESSIONS = {
     "mul_hi_u32_u24": (U, [U, U], "(uint32_t)(((uint64_t)(a & 0xFFFFFFu) * (b & 0xFFFFFFu)) >> 32)"),
     "mul_i32_i24": (U, [U, U], "(uint32_t)(sext24(a) * sext24(b))"),
     "mad_u32_u24": (U, [U, U, U], "(a & 0xFFFFFFu) * (b & 0xFFFFFFu) + c"),
+    "mad_i32_i24": (U, [U, U, U], "(uint32_t)(sext24(a) * sext24(b) + (int64_t)c)"),
     "min_i32": (I, [I, I], "(int32_t)a < (int32_t)b ? a : b"),
     "max_i32": (I, [I, I], "(int32_t)a > (int32_t)b ? a : b"),
     "min_u32": (U, [U, U], "a < b ? a : b"), "max_u32": (U, [U, U], "a > b ? a : b"),
@@ -274,6 +275,22 @@ def mbcnt(high: bool):
     return translate
 
 
+def mad_64_32(signed: bool):
+    """v_mad_u64_u32 / v_mad_i64_i32: a 64-bit result and a carry-out lane mask (bit 64)."""
+    def translate(ins):
+        if not plain_form(ins):
+            raise Skip("mad_64_32")
+        ops = ins.operands
+        row = row_of(ops[0])
+        c = operand(ops[4])
+        if c.kind != "v" or operand(ops[2]).kind == "const" and operand(ops[2]).value is None:
+            raise Skip("mad_64_32")
+        return (f"{{ uint64_t m = mad_64_32(V({row}), V({row + 1}), {src(ops[2])}, {src(ops[3])},"
+                f" V({c.index}), V({c.index + 1}), {int(signed)}, EXEC64) & EXEC64;"
+                f" {mask_write(ops[1], 'm')} }}")
+    return translate
+
+
 PACKED = {"pk_fma_f32": (0, 3), "pk_mul_f32": (1, 2), "pk_add_f32": (2, 2)}
 PACKED_MODIFIERS = ("op_sel", "op_sel_hi", "neg_lo", "neg_hi")
 
@@ -318,7 +335,8 @@ FORMS = {"cndmask_b32": cndmask, "add_co_u32": carry("add", False),
          "subb_co_u32": carry("sub", True), "subrev_co_u32": carry("subrev", False),
          "subbrev_co_u32": carry("subrev", True), "readlane_b32": readlane,
          "readfirstlane_b32": readlane, "mbcnt_lo_u32_b32": mbcnt(False),
-         "mbcnt_hi_u32_b32": mbcnt(True), **{name: packed for name in PACKED}}
+         "mbcnt_hi_u32_b32": mbcnt(True), "mad_u64_u32": mad_64_32(False),
+         "mad_i64_i32": mad_64_32(True), **{name: packed for name in PACKED}}
 
 
 def valu(ins):
