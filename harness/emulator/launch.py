@@ -13,6 +13,7 @@ from .errors import EmulationFault, NotEmulated
 from .executor import Executors
 from .lds import LDS_BYTES, LDS
 from .native import capture, runner
+from .progress import Progress
 from .native.program import native_program
 from .memory import HostMemory
 from .operands import PRIVATE_APERTURE, SHARED_APERTURE
@@ -237,6 +238,8 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
 def schedule(launch: Launch, grid, setup) -> None:
     pending = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
     pending.reverse()
+    path = "C fast path" if launch.native is not None else "numpy executors"
+    progress_line = Progress(launch.info.name, len(pending), path)
     active: list[Workgroup] = []
     quiet = 0
     while pending or active:
@@ -250,6 +253,7 @@ def schedule(launch: Launch, grid, setup) -> None:
             quiet = 0 if progress else quiet + used
             if group.done:
                 active.remove(group)
+                progress_line.finished(group)
         if quiet > HANG_LIMIT and (not pending or len(active) >= MAX_RESIDENT):
             stuck = active[0].waves[0]
             ins = launch.instructions[stuck.pc]

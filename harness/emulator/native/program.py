@@ -118,14 +118,19 @@ def translator_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-def cache_folder() -> Path:
-    """The parent's HIP cache when writable, else the child's scratch (the sandbox), else /tmp."""
+def cache_folders() -> list[Path]:
+    """Where builds are looked for: the HIP cache (the parent's, read-only in the sandbox), the
+    child's scratch extensions folder, then /tmp; new builds go to the first writable one."""
     from harness.compile.hip import toolchain
-    candidates = [toolchain.cache_root() / "emulated" / "native"]
+    folders = [toolchain.cache_root() / "emulated" / "native"]
     if os.environ.get("TORCH_EXTENSIONS_DIR"):
-        candidates.insert(0, Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "emulator-native")
-    candidates.append(Path(tempfile.gettempdir()) / "harness-emulator-native")
-    for folder in candidates:
+        folders.append(Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "emulator-native")
+    folders.append(Path(tempfile.gettempdir()) / "harness-emulator-native")
+    return folders
+
+
+def writable(folders: list[Path]) -> Path:
+    for folder in folders:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError:
@@ -143,9 +148,15 @@ def compiler() -> str:
     return str(found)
 
 
-def built(folder: Path, name: str, text: str, level: str) -> Path:
+def built(name: str, text: str, level: str) -> Path:
     """The shared library of `text`, compiled once into the cache (another process may race:
     each writes its own file, then renames it in place)."""
+    folders = cache_folders()
+    for folder in folders:
+        if (folder / f"{name}.so").exists():
+            return folder / f"{name}.so"
+    # a harness child writes only its scratch (a write to the HIP cache would fail the file checks)
+    folder = writable(folders[1:] if os.environ.get("TORCH_EXTENSIONS_DIR") else folders)
     library = folder / f"{name}.so"
     if not library.exists():
         unit = folder / f"{name}.{os.getpid()}.c"
@@ -158,11 +169,11 @@ def built(folder: Path, name: str, text: str, level: str) -> Path:
     return library
 
 
-def runtime_library(folder: Path):
+def runtime_library():
     """The per-lane loops every program calls, loaded globally so programs link to it."""
     text = "\n".join([(HERE / "prelude.c").read_text(), (HERE / "runtime.c").read_text(),
                       vector.helpers()])
-    path = built(folder, f"runtime-{translator_hash()}", text, RUNTIME_LEVEL)
+    path = built(f"runtime-{translator_hash()}", text, RUNTIME_LEVEL)
     return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
 
 
@@ -170,11 +181,10 @@ class NativeProgram:
     """The compiled function and, per instruction, whether C runs it."""
 
     def __init__(self, program, blob: bytes):
-        folder = cache_folder()
-        self.runtime = runtime_library(folder)
+        self.runtime = runtime_library()
         key = hashlib.sha256(blob).hexdigest()[:24] + "-" + translator_hash()
         text, self.translated = source(program)
-        self.library = ctypes.CDLL(str(built(folder, key, text, PROGRAM_LEVEL)))
+        self.library = ctypes.CDLL(str(built(key, text, PROGRAM_LEVEL)))
         self.run = self.library.run
         self.run.restype = ctypes.c_int64
         self.run.argtypes = [ctypes.POINTER(State), ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
