@@ -53,6 +53,7 @@ class LaunchCounts:
     bytes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     label: str = LABEL
+    engine: str = "numpy executors"  # or "C fast path (numpy for the rest)": both check bounds and LDS races
 
     @property
     def rate(self) -> float:
@@ -76,10 +77,10 @@ class LaunchCounts:
                 "workgroups": self.workgroups, "wave_instructions": self.instructions,
                 "by_class": dict(self.by_class), "mfma_by_name": dict(self.mfma_by_name),
                 "bytes": dict(self.bytes), "seconds": round(self.seconds, 3),
-                "wave_instructions_per_second": round(self.rate)}
+                "wave_instructions_per_second": round(self.rate), "engine": self.engine}
 
     def summary(self) -> str:
         classes = ", ".join(f"{k} {v}" for k, v in sorted(self.by_class.items()))
         return (f"{self.kernel}: {self.workgroups} workgroups x {self.waves_per_workgroup} waves, "
                 f"{self.instructions} wave instructions ({classes}) in {self.seconds:.2f} s, "
-                f"{self.rate:,.0f} wave instr/s [{self.label}]")
+                f"{self.rate:,.0f} wave instr/s, {self.engine} [{self.label}]")

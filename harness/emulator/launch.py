@@ -219,6 +219,8 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
         launch.native = runner.LaunchState(native, memory, len(launch.instructions))
     setup = (initial_sgprs(info, packet.ctypes.data, queue.ctypes.data, segment.ctypes.data, segment), None)
     counts = LaunchCounts(info.name, grid, block, launch.waves_per_group, grid[0] * grid[1] * grid[2])
+    if launch.native is not None:
+        counts.engine = "C fast path (numpy for the rest)"
     started = time.perf_counter()
     try:
         with np.errstate(all="ignore"):
@@ -238,7 +240,7 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
 def schedule(launch: Launch, grid, setup) -> None:
     pending = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
     pending.reverse()
-    path = "C fast path" if launch.native is not None else "numpy executors"
+    path = "C fast path" if launch.native is not None else "numpy executors"  # counts.engine
     progress_line = Progress(launch.info.name, len(pending), path)
     active: list[Workgroup] = []
     quiet = 0

@@ -25,6 +25,7 @@ class Start:
     buffer: np.ndarray
     checked: bool = True
     buffer_sgpr: int = 40  # where the buffer's address goes (each run has its own copy)
+    descriptor_sgpr: int = 44  # a V# of the buffer (num_records from the start state's SGPR there + 2)
 
 
 @dataclass
@@ -53,6 +54,8 @@ def run_one(code, start: Start, native: bool, budget: int = 1000, steps: list | 
     wave.s, wave.scc = list(start.s), start.scc
     address = buffer.ctypes.data
     wave.s[start.buffer_sgpr], wave.s[start.buffer_sgpr + 1] = address & 0xFFFFFFFF, address >> 32
+    at = start.descriptor_sgpr
+    wave.s[at], wave.s[at + 1] = address & 0xFFFFFFFF, address >> 32 & 0xFFFF
     wave.v[:len(start.v)] = start.v
     wave.lds = LDS(len(start.lds), checked=start.checked)
     wave.lds.bytes[:] = start.lds
@@ -71,12 +74,14 @@ def run_one(code, start: Start, native: bool, budget: int = 1000, steps: list | 
             if steps is not None:
                 sgprs = list(wave.s)
                 sgprs[start.buffer_sgpr:start.buffer_sgpr + 2] = [0, 0]  # the copies' own addresses
+                sgprs[start.descriptor_sgpr:start.descriptor_sgpr + 2] = [0, 0]
                 steps.append(End(sgprs, wave.scc, wave.v[:len(start.v)].copy(), wave.lds.bytes.copy(),
                                  buffer.copy(), [pc], {}))
     launch.executors.spread_hits(launch.hits)
     if native:
         launch.native.finish(launch.hits, launch.bytes_moved)
     wave.s[start.buffer_sgpr:start.buffer_sgpr + 2] = [0, 0]  # the copies' own addresses
+    wave.s[start.descriptor_sgpr:start.descriptor_sgpr + 2] = [0, 0]
     return End(list(wave.s), wave.scc, wave.v[:len(start.v)].copy(), wave.lds.bytes.copy(), buffer,
                launch.hits, dict(launch.bytes_moved))
 

@@ -166,6 +166,9 @@ def memory_line(rng) -> str:
         f"global_store_dword v59, {vgpr(rng)}, s[40:41] offset:{4 * rng.randrange(8)}",
         f"global_store_dwordx2 v59, v[{d}:{d + 1}], s[40:41] offset:8",
         f"s_load_dwordx2 {pair(rng)}, s[40:41], 0x{8 * rng.randrange(8):x}",
+        f"buffer_load_dword v{d}, v59, s[44:47], 0 offen offset:{4 * rng.randrange(8)}",
+        f"buffer_load_dwordx4 v[{d}:{d + 3}], v59, s[44:47], 16 offen",
+        f"buffer_load_dword v59, s[44:47], 0 offen lds",
     ])
 
 
@@ -193,6 +196,8 @@ def start_state(seed: int, buffer_address: int, full_exec: bool) -> Start:
     v[59] = lane * 32                          # global offsets into the buffer
     s = [int(x) for x in rng.integers(0, 2**32, 128, dtype=np.uint64)]
     s[40], s[41] = buffer_address & 0xFFFFFFFF, buffer_address >> 32
+    s[46], s[47] = 1024, 0  # the V#'s num_records (its base is set per run): upper lanes read 0
+    s[124] = 64 * int(rng.integers(0, 8))  # M0: where LDS-DMA lands
     exec_bits = (1 << 64) - 1 if full_exec else int(rng.integers(1, 2**63, dtype=np.uint64)) | 1
     s[126], s[127] = exec_bits & 0xFFFFFFFF, exec_bits >> 32
     lds = rng.integers(0, 256, 4096, dtype=np.uint8)

@@ -118,3 +118,30 @@ def ds(ins, name):
             return ds_read(ins, size, scale)
         return ds_write(ins, size, ins.operands[1:3], scale)
     raise Skip(name)
+
+
+BUFFER_MODIFIERS = ("offen", "offset", "lds", "sc0", "sc1", "nt", "glc", "slc")
+
+
+def buffer_op(ins, name):
+    """buffer_load_dword(xN), offen or not (idxen: numpy's), into VGPRs or LDS (the lds form)."""
+    parts = name.split("_")
+    only(ins, BUFFER_MODIFIERS)
+    if len(parts) != 2 or parts[0] != "load" or parts[1] not in GLOBAL_SIZES:
+        raise Skip(name)
+    to_lds = "lds" in ins.modifiers
+    texts = ins.operands if not to_lds else ["v0"] + ins.operands
+    if len(texts) != 4:
+        raise Skip(name)
+    destination, vaddr, resource = operand(texts[0]), operand(texts[1]), operand(texts[2])
+    if resource.kind != "s" or destination.kind != "v":
+        raise Skip(name)
+    voffset = "NULL"
+    if "offen" in ins.modifiers:
+        if vaddr.kind != "v":
+            raise Skip(name)
+        voffset = f"V({vaddr.index})"
+    offset = int(ins.modifiers.get("offset", "0"), 0)
+    rows = "NULL" if to_lds else f"V({destination.index})"
+    return (f"if (!buffer_load(st, &S[{resource.index}], {sread(texts[3])}, {voffset}, {offset},"
+            f" {GLOBAL_SIZES[parts[1]]}, {rows}, EXEC64)) FALLBACK;")

@@ -16,7 +16,7 @@ typedef struct {
     int64_t *bytes;       /* bytes moved, by BYTE_KINDS */
 } State;
 
-enum { SCALAR_LOAD, GLOBAL_LOAD, GLOBAL_STORE, LDS_READ, LDS_WRITE };
+enum { SCALAR_LOAD, GLOBAL_LOAD, GLOBAL_STORE, LDS_READ, LDS_WRITE, BUFFER_LOAD, LDS_DMA };
 enum { BUDGET_STOP, NEED_NUMPY, BARRIER_STOP, END_STOP };
 /* what an instruction's function returns instead of the next index */
 #define FALLBACK_CODE (-1)
@@ -161,6 +161,8 @@ int inside(const State *st, uint64_t at, uint64_t n);
 int lanes_inside(const State *st, const uint64_t *at, uint64_t ex, uint64_t n);
 int global_access(State *st, uint64_t base, uint64_t offset, const uint32_t *lo, const uint32_t *hi,
                   uint32_t *rows, int words, int store, uint64_t ex);
+int buffer_load(State *st, const uint32_t *desc, uint32_t soffset, const uint32_t *voffset,
+                int64_t inst_offset, int64_t size, uint32_t *rows, uint64_t ex);
 int lds_read_ok(const State *st, const int64_t *at, uint64_t ex, int64_t n);
 void lds_read(State *st, const int64_t *at, uint64_t ex, int64_t n, uint32_t *row0);
 int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0);

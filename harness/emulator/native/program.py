@@ -29,7 +29,8 @@ class State(ctypes.Structure):
                 ("regions", ctypes.c_int64), ("bytes", ctypes.c_void_p)]
 
 
-BYTE_KINDS = ("scalar_load", "global_load", "global_store", "lds_read", "lds_write")
+BYTE_KINDS = ("scalar_load", "global_load", "global_store", "lds_read", "lds_write", "buffer_load",
+              "lds_dma")
 BUDGET_STOP, NEED_NUMPY, BARRIER_STOP, END_STOP = range(4)
 
 
@@ -56,6 +57,8 @@ def translate(ins, program, defs: dict):
             return scalar.salu(ins, name), None
         if encoding == "global":
             return memory_ops.global_op(ins, name), None
+        if encoding == "buffer":
+            return memory_ops.buffer_op(ins, name), None
         if encoding == "ds":
             return memory_ops.ds(ins, name), None
     except Exception:  # noqa: BLE001 - any form the translators do not take runs in numpy

@@ -78,16 +78,8 @@ void lds_read(State *st, const int64_t *at, uint64_t ex, int64_t n, uint32_t *ro
 }
 
 /* lds.py's write: bytes already there are no race; all checked before any lands */
-int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0) {
+static int lds_write_bytes(State *st, const int64_t *at, uint64_t ex, int64_t n, uint8_t data[64][16]) {
     if (!lds_in_range(st, at, ex, n)) return 0;
-    int64_t words = n < 4 ? 1 : n / 4;  /* b8 / b16: the register's low bytes */
-    uint8_t data[64][16];
-    for (int l = 0; l < 64; l++) {
-        if (!(ex >> l & 1)) continue;
-        uint32_t w_[4];
-        for (int64_t k = 0; k < words; k++) w_[k] = row0[k * 64 + l];
-        memcpy(data[l], w_, n);
-    }
     if (st->checked) {
         for (int l = 0; l < 64; l++)
             if (ex >> l & 1)
@@ -102,6 +94,61 @@ int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32
     }
     for (int l = 0; l < 64; l++)
         if (ex >> l & 1) memcpy(st->lds + at[l], data[l], n);
+    return 1;
+}
+
+int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0) {
+    int64_t words = n < 4 ? 1 : n / 4;  /* b8 / b16: the register's low bytes */
+    uint8_t data[64][16];
+    for (int l = 0; l < 64; l++) {
+        if (!(ex >> l & 1)) continue;
+        uint32_t w_[4];
+        for (int64_t k = 0; k < words; k++) w_[k] = row0[k * 64 + l];
+        memcpy(data[l], w_, n);
+    }
+    return lds_write_bytes(st, at, ex, n, data);
+}
+
+/* buffer_load_dword(xN) (offen or none) through a V#, into registers or by LDS-DMA
+   (buffer.py): out-of-range dwords read 0; in-range bytes must lie in a live region */
+int buffer_load(State *st, const uint32_t *desc, uint32_t soffset, const uint32_t *voffset,
+                int64_t inst_offset, int64_t size, uint32_t *rows, uint64_t ex) {
+    if (desc[1] >> 31 & 1 || desc[3] >> 23 & 1) return 0;  /* swizzle, add_tid: numpy's */
+    uint64_t base = (uint64_t)desc[0] | (uint64_t)(desc[1] & 0xFFFF) << 32;
+    int64_t records = desc[2], chunks = size / 4;
+    int64_t offset[64]; uint64_t at[64]; int all_in = 1;
+    for (int l = 0; l < 64; l++) {
+        offset[l] = inst_offset + (voffset ? (int64_t)voffset[l] : 0);
+        at[l] = base + soffset + (uint64_t)offset[l];
+        if (ex >> l & 1)
+            for (int64_t j = 0; j < chunks; j++)
+                if (offset[l] + 4 * j + 4 > records) all_in = 0;
+    }
+    for (int l = 0; l < 64; l++) {
+        if (!(ex >> l & 1)) continue;
+        if (all_in) { if (!inside(st, at[l], size)) return 0; continue; }
+        for (int64_t j = 0; j < chunks; j++)
+            if (offset[l] + 4 * j + 4 <= records && !inside(st, at[l] + 4 * j, 4)) return 0;
+    }
+    uint8_t data[64][16];
+    memset(data, 0, sizeof data);
+    for (int l = 0; l < 64; l++)
+        if (ex >> l & 1)
+            for (int64_t j = 0; j < chunks; j++)
+                if (offset[l] + 4 * j + 4 <= records)
+                    memcpy(data[l] + 4 * j, (const void *)(uintptr_t)(at[l] + 4 * j), 4);
+    int64_t moved = size * __builtin_popcountll(ex);
+    if (!rows) {  /* LDS-DMA: lane l's bytes at M0[17:0] + offset + l * size */
+        int64_t target[64];
+        for (int l = 0; l < 64; l++) target[l] = (int64_t)(st->s[124] & 0x3FFFF) + inst_offset + l * size;
+        if (!lds_write_bytes(st, target, ex, size, data)) return 0;
+        st->bytes[LDS_DMA] += moved;
+    } else {
+        for (int l = 0; l < 64; l++)
+            if (ex >> l & 1)
+                for (int64_t j = 0; j < chunks; j++) memcpy(&rows[j * 64 + l], data[l] + 4 * j, 4);
+    }
+    st->bytes[BUFFER_LOAD] += moved;
     return 1;
 }
 
