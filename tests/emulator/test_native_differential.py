@@ -116,6 +116,9 @@ def alu_line(rng) -> str:
                            f"v_mbcnt_lo_u32_b32 {d}, {sgpr(rng)}, {vgpr(rng)}",
                            f"v_mbcnt_hi_u32_b32 {d}, -1, {vgpr(rng)}",
                            f"v_mad_i32_i24 {d}, {vgpr(rng)}, {sgpr(rng)}, {vgpr(rng)}",
+                           f"v_div_scale_f32 {d}, vcc, {vgpr(rng)}, {vgpr(rng)}, {vgpr(rng)}",
+                           f"v_div_fmas_f32 {d}, {vgpr(rng)}, {vgpr(rng)}, {vgpr(rng)}",
+                           f"v_div_fixup_f32 {d}, {vgpr(rng)}, {vgpr(rng)}, {vgpr(rng)}",
                            f"v_mad_u64_u32 v[{2 * (k := rng.randrange(20))}:{2 * k + 1}], "
                            f"s[4:5], {vgpr(rng)}, {sgpr(rng)}, v[20:21]"])
     if kind == 8 and rng.random() < 0.4:

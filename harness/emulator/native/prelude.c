@@ -178,4 +178,6 @@ void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, int top, 
                       int half, int saturate, int high, uint64_t ex);
 uint64_t mad_64_32(uint32_t *lo, uint32_t *hi, Src A, Src B, const uint32_t *c_lo, const uint32_t *c_hi,
                    int is_signed, uint64_t ex);
+void div_fmas(uint32_t *d, Src A, Src B, Src C, uint64_t vcc, uint64_t ex);
+void div_fixup(uint32_t *d, Src Den, Src Num, uint64_t ex);
 void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src B2, Src C2, uint64_t ex);

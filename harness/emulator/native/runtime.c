@@ -273,3 +273,23 @@ uint64_t mad_64_32(uint32_t *lo, uint32_t *hi, Src A, Src B, const uint32_t *c_l
     put(hi, u, ex);
     return m;
 }
+
+/* v_div_fmas_f32: the fma, times 2^32 where VCC is set (valu_forms.div_fmas) */
+void div_fmas(uint32_t *d, Src A, Src B, Src C, uint64_t vcc, uint64_t ex) {
+    uint32_t t[64];
+    for (int l = 0; l < 64; l++) {
+        float r = fma_ref(F(LANE(A, l)), F(LANE(B, l)), F(LANE(C, l)));
+        t[l] = U(vcc >> l & 1 ? FMUL(r, 4294967296.0f) : r);
+    }
+    put(d, t, ex);
+}
+
+/* v_div_fixup_f32: num / den in double, rounded once (of two NaNs, num's) */
+void div_fixup(uint32_t *d, Src Den, Src Num, uint64_t ex) {
+    uint32_t t[64];
+    for (int l = 0; l < 64; l++) {
+        double num = F(LANE(Num, l)), den = F(LANE(Den, l));
+        t[l] = U((float)(isnan(num) ? num : isnan(den) ? den : num / den));
+    }
+    put(d, t, ex);
+}

@@ -291,6 +291,31 @@ def mad_64_32(signed: bool):
     return translate
 
 
+def div_scale(ins):
+    """v_div_scale_f32: never scales (valu_forms: the fixup gives the IEEE quotient), VCC 0."""
+    if not plain_form(ins):
+        raise Skip("div_scale")
+    ops = ins.operands
+    return (f"{{ op_mov_b32(V({row_of(ops[0])}), {src(ops[2], 'f32')}, {NO_SOURCE}, {NO_SOURCE},"
+            f" EXEC64); {mask_write(ops[1], '0ull')} }}")
+
+
+def div_fmas(ins):
+    if not plain_form(ins):
+        raise Skip("div_fmas")
+    ops = ins.operands
+    sources = ", ".join(src(text, "f32") for text in ops[1:4])
+    return f"div_fmas(V({row_of(ops[0])}), {sources}, S64(106), EXEC64);"
+
+
+def div_fixup(ins):
+    """v_div_fixup_f32: S2 / S1 in double, rounded once (what the whole sequence computes)."""
+    if not plain_form(ins):
+        raise Skip("div_fixup")
+    ops = ins.operands
+    return f"div_fixup(V({row_of(ops[0])}), {src(ops[2], 'f32')}, {src(ops[3], 'f32')}, EXEC64);"
+
+
 PACKED = {"pk_fma_f32": (0, 3), "pk_mul_f32": (1, 2), "pk_add_f32": (2, 2)}
 PACKED_MODIFIERS = ("op_sel", "op_sel_hi", "neg_lo", "neg_hi")
 
@@ -336,7 +361,8 @@ FORMS = {"cndmask_b32": cndmask, "add_co_u32": carry("add", False),
          "subbrev_co_u32": carry("subrev", True), "readlane_b32": readlane,
          "readfirstlane_b32": readlane, "mbcnt_lo_u32_b32": mbcnt(False),
          "mbcnt_hi_u32_b32": mbcnt(True), "mad_u64_u32": mad_64_32(False),
-         "mad_i64_i32": mad_64_32(True), **{name: packed for name in PACKED}}
+         "mad_i64_i32": mad_64_32(True), "div_scale_f32": div_scale, "div_fmas_f32": div_fmas,
+         "div_fixup_f32": div_fixup, **{name: packed for name in PACKED}}
 
 
 def valu(ins):
