@@ -19,7 +19,7 @@ from harness import submission as subs
 from harness.aiter_gfx950 import kernargs, package, routing
 from harness.aiter_standin import decode
 from harness.emulator.errors import EmulationFault
-from harness.run import protocol
+from harness.run import cases, protocol
 
 A8W8 = "mla_a8w8_qh16_qseqlen1_gqaratio16"
 TOOL = Path(__file__).resolve().parent.parent / "bench" / "tools" / "aiter_a8w8_race.py"
@@ -178,3 +178,18 @@ def test_a_standin_sample_on_the_racing_kernel_changes_verdict_when_emulated(tmp
     assert modelled.status == "pass" and any("ranked-mode risk" in w for w in modelled.warnings)
     emulated = _run_on_the_cpu(tmp_path, monkeypatch, path, "emulate")
     assert emulated.status == "fail" and "lds race" in emulated.results[0].message
+
+
+@pytest.mark.slow
+def test_014_passes_its_small_cases_with_aiters_kernel_emulated(tmp_path, monkeypatch):
+    """Issue 38's acceptance: `harness run 014 --cases small` on a CPU (75 s wall, 16 s of CPU, loaded)."""
+    monkeypatch.delenv("HARNESS_AITER", raising=False)
+    path = Path(__file__).resolve().parent.parent / "submissions" / "014_aiter_persistent.py"
+    run = protocol.evaluate(subs.from_path(path), platforms.detect("cpu"), "test",
+                            cases.load("small", "test", gpu=False), cases_name="small", flush="fast",
+                            timeout_s=900.0, log_dir=tmp_path)
+    assert run.status == "pass", run.reason
+    kernel = "mla_dec_stage1_bf16_a16w16_subQ16_mqa16"
+    digest = package.pinned()["code_objects"][kernel]["package"]["sha256"][:16]
+    named = [w for w in protocol.record(run)["warnings"] if w.split(": ", 1)[-1].startswith("aiter emulated")]
+    assert len(named) == len(run.results) and all(f"{kernel}.co sha256 {digest}" in w for w in named), named
