@@ -139,8 +139,10 @@ class Workgroup:
         return progress, used
 
 
-def run_wave(launch: Launch, w: Wave, budget: int) -> int:
-    table, hits = launch.executors.table, launch.hits
+def run_wave(launch: Launch, w: Wave, budget: int, table=None) -> int:
+    """Runs wave w for up to `budget` table entries (`table`: the executors', blocks and all,
+    unless the C fast path passes its one-instruction table); returns the instructions run."""
+    table, hits = launch.executors.table if table is None else table, launch.hits
     i, n = w.pc, 0
     try:
         for n in range(1, budget + 1):  # n: instructions run, counted by the loop itself
@@ -216,7 +218,8 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
     launch = Launch(code, info, grid, block, memory, max(lds_size, 4))
     native = native_program(code)
     if native is not None:
-        launch.native = runner.LaunchState(native, memory, len(launch.instructions))
+        launch.native = runner.LaunchState(native, memory, len(launch.instructions), launch.executors,
+                                           run_wave)
     setup = (initial_sgprs(info, packet.ctypes.data, queue.ctypes.data, segment.ctypes.data, segment), None)
     counts = LaunchCounts(info.name, grid, block, launch.waves_per_group, grid[0] * grid[1] * grid[2])
     if launch.native is not None:

@@ -61,7 +61,8 @@ def run_one(code, start: Start, native: bool, budget: int = 1000, steps: list | 
     wave.lds.bytes[:] = start.lds
     wave.memory, wave.bytes_moved, wave.clock = memory, launch.bytes_moved, 0
     if native:
-        launch.native = runner.LaunchState(NativeProgram(program, code.blob), memory, count)
+        launch.native = runner.LaunchState(NativeProgram(program, code.blob), memory, count,
+                                           launch.executors, launch_module.run_wave)
         launch.native.attach(wave)
     step = runner.run_wave if native else launch_module.run_wave
     if steps is not None:

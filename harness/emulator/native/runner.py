@@ -6,31 +6,35 @@ import ctypes
 import numpy as np
 
 from .. import executor
-from ..errors import EmulationFault, NotEmulated
-from ..sopp import BARRIER, END, YIELD
-from .program import BARRIER_STOP, BUDGET_STOP, BYTE_KINDS, END_STOP, State
+from .program import BARRIER_STOP, BYTE_KINDS, END_STOP, NEED_NUMPY, State
 
 
 class LaunchState:
     """What every wave's C state shares in one launch: regions, hits, byte counters."""
 
-    def __init__(self, native, memory, count: int):
-        self.native = native
+    def __init__(self, native, memory, count: int, executors, numpy_step):
+        """numpy_step: launch.run_wave (passed in: launch imports this module)."""
+        self.native, self.executors, self.numpy_step = native, executors, numpy_step
         self.starts = np.array([r.address for r in memory.regions], np.uint64)
         self.ends = np.array([r.end for r in memory.regions], np.uint64)
         self.hits = np.zeros(count + 1, np.int64)
         self.bytes = np.zeros(len(BYTE_KINDS), np.int64)
         self.hits_address = self.hits.ctypes.data
-        # one numpy executor per instruction, no blocks: a block would run on past what C takes
-        self.singles = native.__dict__.setdefault("singles", [None] * count)
+        self.singles_table = native.__dict__.get("singles_table")
+        if self.singles_table is None:  # no blocks: a block would run on past what C takes
+            self.singles_table = [self.lazy(k) for k in range(count)]
+            native.singles_table = self.singles_table
 
-    def single(self, executors, index: int):
-        program = executors.program
-        built = executor.build(program.instructions[index], program, index)
-        if getattr(built, "span_end", None):  # a region it runs itself (gpr_idx): hits spread
-            executors.spans[index] = built.span_end
-        self.singles[index] = built
-        return built
+    def lazy(self, index: int):
+        def first_run(w):
+            executors = self.executors
+            program = executors.program
+            built = executor.build(program.instructions[index], program, index)
+            if getattr(built, "span_end", None):  # a region it runs itself (gpr_idx): hits spread
+                executors.spans[index] = built.span_end
+            self.singles_table[index] = built
+            return built(w)
+        return first_run
 
     def attach(self, wave) -> None:
         """The wave's C state: pointers into its own arrays and its workgroup's LDS."""
@@ -58,60 +62,34 @@ class LaunchState:
 
 
 def run_wave(launch, w, budget: int) -> int:
-    """As launch.run_wave, with stretches of translated instructions run in C."""
+    """As launch.run_wave, with stretches of translated instructions run in C; what C leaves
+    (or hands back after a failed check) goes one instruction at a time to launch.run_wave."""
     native = launch.native
     translated, run = native.native.translated, native.native.run
-    singles, hits, state = native.singles, launch.hits, w.native
-    i, n = w.pc, 0
-    count = len(translated)
-    try:
-        while n < budget:
-            if i < count and translated[i]:
-                lds = w.lds
-                state.current = (lds.epoch + 1) << 16
-                state.mine = state.current | (w.index + 1)
-                w.native_s[:] = w.s
-                state.scc = w.scc
-                i = run(w.native_ref, i, budget - n, native.hits_address)
-                w.s[:] = w.native_s.tolist()
-                w.scc = state.scc
-                n += state.executed
-                w.progress += state.progress
-                state.progress = 0
-                status = state.status
-                if status == BARRIER_STOP:
-                    w.at_barrier = True
-                    break
-                if status == END_STOP:
-                    w.done = True
-                    break
-                if status == BUDGET_STOP:
-                    break
-            single = singles[i] or launch.native.single(launch.executors, i)
-            result = single(w)  # NEED_NUMPY, or an instruction C does not translate
-            hits[i] += 1
-            n += 1
-            if result is None:
-                i += 1
-            elif result >= 0:
-                i = result
-            elif result == BARRIER:
+    state, count, n = w.native, len(translated), 0
+    while n < budget and not (w.done or w.at_barrier):
+        i = w.pc
+        if i < count and translated[i]:
+            state.current = (w.lds.epoch + 1) << 16
+            state.mine = state.current | (w.index + 1)
+            w.native_s[:] = w.s
+            state.scc = w.scc
+            w.pc = run(w.native_ref, i, budget - n, native.hits_address)
+            w.s[:] = w.native_s.tolist()
+            w.scc = state.scc
+            n += state.executed
+            w.clock += state.executed
+            w.progress += state.progress
+            state.progress = 0
+            status = state.status
+            if status == BARRIER_STOP:
                 w.at_barrier = True
-                i += 1
-                break
-            elif result == END:
+            elif status == END_STOP:
                 w.done = True
+            if status != NEED_NUMPY:
                 break
-            elif result == YIELD:
-                i += 1
-                break
-    except NotEmulated as missing:
-        raise missing.in_kernel(launch.info.name) from None
-    except EmulationFault as fault:
-        ins = launch.instructions[i]
-        raise fault.located(launch.info.name, ins.mnemonic, f"0x{ins.pc:x}", ins.source_line) from None
-    w.pc = i
-    n += w.skipped
-    w.skipped = 0
-    w.clock += n
+        sleeping = launch.instructions[w.pc].mnemonic == "s_sleep"
+        n += native.numpy_step(launch, w, 1, native.singles_table)
+        if sleeping:  # s_sleep ends the wave's turn, as on the numpy path
+            break
     return n
