@@ -172,7 +172,8 @@ def price_executed(nbytes: float, programs: int, count: int, units: float, fit, 
     low, high = max(bytes_low, compute_low), bytes_high + compute_high
     mfma = sum(matrix.values())
     detail = fit_words(fit, costs) + "; " + overlap_words(waves_per_simd, hides) + missing_words(missing)
-    figures = (f"at {units:.3g} {fit.unit}s per program: {valu:.0f} VALU + {mfma:.0f} MFMA + {lds:.0f} LDS "
+    at = f"at {units:.3g} {fit.unit}s per program: " if fit.per_unit else ""  # one call: its own shape
+    figures = (f"{at}{valu:.0f} VALU + {mfma:.0f} MFMA + {lds:.0f} LDS "
                f"({lds_bytes / 1e3:.1f} kB), {per_wave.get('by_class.SALU', 0):.0f} SALU per wave, {programs} "
                f"programs; SIMD {simd_us:.2f}, LDS {lds_us:.2f}, bytes {bytes_low:.2f} us")
     return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point), bytes_us=bytes_low,

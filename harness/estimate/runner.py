@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 from harness import platform as platforms
+from harness.aiter_gfx950 import routing as aiter_routing
 from harness.estimate import executed, fit, hip_launches, launches as launch_lists, mi355x_path
 from harness.estimate import recordings as shared
 from harness.estimate.calibration import CUS
@@ -38,6 +39,7 @@ DEVICE_NAME = "MI355X estimate (model)"
 ROW_BUDGET_ENV = "HARNESS_ESTIMATE_ROWS"
 ROW_BUDGET = 131072
 CALL_LIMIT_S = 600.0
+AITER_IN_TORCH = "torch"  # harness/aiter_gfx950/routing.py's mode for the recording worker
 
 
 @dataclass
@@ -168,7 +170,8 @@ def _shelf(submission: Submission, platform: Platform) -> dict:
     if shared.folder() is None:
         return {}
     plain = ("emulated gfx950" if prices_hip(submission)
-             else f"{platform.torch_device}{' interpreted' if interprets_triton(submission, platform) else ''}")
+             else f"{platform.torch_device}{' interpreted' if interprets_triton(submission, platform) else ''}"
+             f", aiter {AITER_IN_TORCH}")
     return {"record": shared.Recordings(submission.path, plain),
             "emulate": shared.Recordings(submission.path, "emulated gfx950 test")}
 
@@ -196,8 +199,7 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
     kernels.prefetch(launch.kernel for batch, kv in sizes for launch in path.launches([], batch, kv))
     kernels.executed = _executed_counts(held, path, progress, shelf.get("emulate"))
     risks: set = set()
-    started = (held.start_emulated_worker("estimate") if hip
-               else held.start_worker("estimate", interprets_triton(held.submission, platform)))
+    started = held.start_emulated_worker("estimate") if hip else _recording_worker(held)
     with started as worker:
         for index, shape in enumerate(shapes):
             batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
@@ -219,6 +221,14 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
             risks |= launch_lists.recorded_warnings(one)
             shape.estimate = estimate_shape((batch, kv), priced, model, kernels)
     return "", "pass", path.warnings(platform.describe()), sorted(risks)
+
+
+def _recording_worker(held: session.Guarded) -> Worker:
+    """The plain worker a non-HIP file is recorded in: aiter calls are priced from their journal entries, so
+    its kernels run as the stand-in's torch model, not on the gfx950 emulator (minutes a call)."""
+    worker = held.start_worker("estimate", interprets_triton(held.submission, held.platform))
+    worker.env[aiter_routing.ENV] = AITER_IN_TORCH
+    return worker
 
 
 def _hip_launches(hip: bool, lengths: list, emulated: list, batch: int, kv: int) -> tuple[list, str]:
