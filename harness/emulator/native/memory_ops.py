@@ -4,7 +4,15 @@ anything changes; a lane that fails hands the instruction to its numpy executor,
 the fault with its own words (so the checkers read the same on both paths)."""
 from .scalar import Skip, operand, sread
 
+
+def row_of(text: str) -> int:
+    row = operand(text)
+    if row.kind != "v":
+        raise Skip(text)
+    return row.index
+
 GLOBAL_SIZES = {"dword": 4, "dwordx2": 8, "dwordx4": 16}
+SMALL_LOADS = {"ubyte": (1, 0), "sbyte": (1, 1), "ushort": (2, 0), "sshort": (2, 1)}
 DS_SIZES = {"b32": 4, "b64": 8, "b128": 16}
 WRITE_SIZES = {"b8": 1, "b16": 2, **DS_SIZES}
 
@@ -28,6 +36,12 @@ def only(ins, allowed) -> None:
 
 def global_op(ins, name):
     parts = name.split("_")
+    if len(parts) == 2 and parts[0] == "load" and parts[1] in SMALL_LOADS and len(ins.operands) == 3:
+        only(ins, ("offset",))
+        size, is_signed = SMALL_LOADS[parts[1]]
+        address = global_address(ins, ins.operands[1], ins.operands[2])
+        return (f"if (!global_load_small(st, {address}, V({row_of(ins.operands[0])}), {size},"
+                f" {is_signed}, EXEC64)) FALLBACK;")
     if len(parts) != 2 or parts[1] not in GLOBAL_SIZES or len(ins.operands) != 3:
         raise Skip(name)
     only(ins, ("offset",))

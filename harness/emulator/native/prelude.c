@@ -14,6 +14,7 @@ typedef struct {
     const uint64_t *starts, *ends;  /* HostMemory's regions, sorted */
     int64_t regions;
     int64_t *bytes;       /* bytes moved, by BYTE_KINDS */
+    uint64_t load_base;   /* the host address of the code object's vaddr 0 (s_getpc_b64) */
 } State;
 
 enum { SCALAR_LOAD, GLOBAL_LOAD, GLOBAL_STORE, LDS_READ, LDS_WRITE, BUFFER_LOAD, LDS_DMA };
@@ -163,6 +164,8 @@ int global_access(State *st, uint64_t base, uint64_t offset, const uint32_t *lo,
                   uint32_t *rows, int words, int store, uint64_t ex);
 int buffer_load(State *st, const uint32_t *desc, uint32_t soffset, const uint32_t *voffset,
                 int64_t inst_offset, int64_t size, uint32_t *rows, uint64_t ex);
+int global_load_small(State *st, uint64_t base, uint64_t offset, const uint32_t *lo, const uint32_t *hi,
+                      uint32_t *row, int size, int is_signed, uint64_t ex);
 int lds_read_ok(const State *st, const int64_t *at, uint64_t ex, int64_t n);
 void lds_read(State *st, const int64_t *at, uint64_t ex, int64_t n, uint32_t *row0);
 int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0);

@@ -26,7 +26,8 @@ class State(ctypes.Structure):
                 ("mine", ctypes.c_int64), ("current", ctypes.c_int64),
                 ("written", ctypes.c_void_p), ("read_by", ctypes.c_void_p),
                 ("starts", ctypes.c_void_p), ("ends", ctypes.c_void_p),
-                ("regions", ctypes.c_int64), ("bytes", ctypes.c_void_p)]
+                ("regions", ctypes.c_int64), ("bytes", ctypes.c_void_p),
+                ("load_base", ctypes.c_uint64)]
 
 
 BYTE_KINDS = ("scalar_load", "global_load", "global_store", "lds_read", "lds_write", "buffer_load",

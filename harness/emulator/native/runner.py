@@ -48,6 +48,7 @@ class LaunchState:
         state.starts, state.ends = self.starts.ctypes.data, self.ends.ctypes.data
         state.regions = len(self.starts)
         state.bytes = self.bytes.ctypes.data
+        state.load_base = self.executors.program.load_base
         wave.native = state
         wave.native_ref = ctypes.byref(state)
 

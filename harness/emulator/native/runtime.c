@@ -43,6 +43,24 @@ int global_access(State *st, uint64_t base, uint64_t offset, const uint32_t *lo,
     return 1;
 }
 
+/* global_load_ubyte/sbyte/ushort/sshort: one value per lane, zero- or sign-extended */
+int global_load_small(State *st, uint64_t base, uint64_t offset, const uint32_t *lo, const uint32_t *hi,
+                      uint32_t *row, int size, int is_signed, uint64_t ex) {
+    uint64_t at[64];
+    for (int l = 0; l < 64; l++)
+        at[l] = hi ? ((uint64_t)lo[l] | (uint64_t)hi[l] << 32) + offset : base + offset + lo[l];
+    if (!lanes_inside(st, at, ex, size)) return 0;
+    for (int l = 0; l < 64; l++) {
+        if (!(ex >> l & 1)) continue;
+        uint32_t value = 0;
+        memcpy(&value, (const void *)(uintptr_t)at[l], size);
+        if (is_signed) value = size == 1 ? (uint32_t)(int32_t)(int8_t)value : (uint32_t)(int32_t)(int16_t)value;
+        row[l] = value;
+    }
+    st->bytes[GLOBAL_LOAD] += (int64_t)size * __builtin_popcountll(ex);
+    return 1;
+}
+
 static int lds_in_range(const State *st, const int64_t *at, uint64_t ex, int64_t n) {
     for (int l = 0; l < 64; l++)
         if ((ex >> l & 1) && (at[l] < 0 || at[l] > st->lds_size - n)) return 0;

@@ -203,6 +203,8 @@ def control(ins, name, program):
         return "STOP_AFTER(BARRIER_STOP);", None
     if name in sopp.ENDS:
         return "STOP_AFTER(END_STOP);", None
+    if name == "getpc_b64":  # the address after this instruction, in host memory
+        return swrite(ins.operands[0], f"st->load_base + {ins.pc + ins.size}ull", 64), None
     raise Skip(name)
 
 
