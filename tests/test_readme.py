@@ -179,6 +179,10 @@ def test_an_emulating_command_s_check_refuses_a_skipped_hip_run(tmp_path):
     assert "says '(?m)^skip '" in problems, problems  # the skip line, whatever reason it gives
 
 
+# What `make test` / `make test-fast` run in the clone: one quick test, from its own file, so that each xdist
+# worker collects one module, not the suite (~11 s of CPU a worker, torch and Triton imported).
+QUICK_TEST = "tests/test_readme.py -k test_every_readme_command_is_checked_or_marked"
+
 RUN_HERE = [pytest.param(command, marks=[pytest.mark.emulator_e2e] if needs == "emulator" else [])
             for readme in readmes() for command, needs in block_commands(readme.read_text(encoding="utf-8"))
             if needs in (None, "emulator")]
@@ -193,7 +197,7 @@ def clone(tmp_path_factory):
     bin_dir = Path(sys.executable).parent
     (copy / ".venv").symlink_to(bin_dir.parent)  # the set-up venv; `-o` below keeps make from re-installing it
     env = {**os.environ, "PYTHONPATH": str(copy), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "HOME": str(root / "home"), "PYTEST_ADDOPTS": "-k test_every_readme_command_is_checked_or_marked"}
+           "HOME": str(root / "home"), "PYTEST_ADDOPTS": QUICK_TEST}
     env.pop("HARNESS_RESULTS", None)  # the clone's own results/, as a user's would be
     return copy, env
 
