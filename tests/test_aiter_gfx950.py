@@ -86,6 +86,19 @@ def test_without_the_wheel_a_cpu_call_is_modelled_and_says_why(monkeypatch, tmp_
     assert lines[0].startswith(f"aiter modelled in torch") and "make setup" in lines[0], lines
 
 
+def test_a_gpu_call_says_it_is_modelled_and_an_unemulated_kernel_says_not_covered(monkeypatch):
+    monkeypatch.delenv("HARNESS_AITER", raising=False)
+    monkeypatch.delenv("HARNESS_EMULATE_GFX950", raising=False)
+    monkeypatch.setenv("MLA_DEVICE", "cuda")
+    routing.take_lines()
+    assert not routing.emulates(A8W8)
+    assert routing.take_lines() == [f"aiter modelled in torch (the harness's stand-in: correctness only): {A8W8}"]
+    monkeypatch.setenv("MLA_DEVICE", "cpu")
+    assert not routing.emulates("mla_a8w8_qh16_qseqlen2_gqaratio16")  # q length 2: no code object emulated
+    assert routing.take_lines() == ["not covered: mla_a8w8_qh16_qseqlen2_gqaratio16 (no code object of it is "
+                                    "emulated; aiter modelled in torch)"]
+
+
 def _inputs(batch: int, kv: int, variant: str, persistent: bool, seed: int = 3) -> dict:
     """mla_decode_fwd's arguments for one of the emulated kernels, as the bench tool builds them (2 splits)."""
     spec = importlib.util.spec_from_file_location("aiter_a8w8_race", TOOL)
