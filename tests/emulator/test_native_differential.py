@@ -90,6 +90,16 @@ def alu_line(rng) -> str:
         return f"v_{rng.choice(VOP3)} {d}, {first}, {vgpr(rng)}, {rng.choice([vgpr(rng), '2', '-4.0'])}"
     if kind == 3:
         return f"v_{rng.choice(VOP3_TWO)} {d}, {vgpr(rng)}, {rng.choice([vgpr(rng), sgpr(rng), '3'])}"
+    if kind == 4 and rng.random() < 0.4:
+        control = rng.choice(["quad_perm:[1,0,3,2]", "row_shr:1", "row_shl:3", "row_ror:7",
+                              "row_mirror", "row_half_mirror", "row_bcast:15", "row_bcast:31",
+                              "wave_shr:1", "row_newbcast:5"])
+        masks = rng.choice(["", " row_mask:0xa", " bank_mask:0x5", " bound_ctrl:1"])
+        op = rng.choice(["mov_b32", "add_f32", "max_i32", "xor_b32"])
+        second = "" if op == "mov_b32" else f", {vgpr(rng)}"
+        return f"v_{op}_dpp {d}, {vgpr(rng)}{second} {control}{masks}"
+    if kind == 4 and rng.random() < 0.3:
+        return f"v_bitop3_b32 {d}, {vgpr(rng)}, {sgpr(rng)}, {vgpr(rng)} bitop3:0x{rng.randrange(256):x}"
     if kind == 4:
         op = rng.choice(["add_f32", "mul_f32", "max_f32", "sub_f32"])
         return f"v_{op}_e64 {d}, {modified(rng, vgpr(rng))}, {modified(rng, vgpr(rng))}"

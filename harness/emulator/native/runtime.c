@@ -311,3 +311,30 @@ void div_fixup(uint32_t *d, Src Den, Src Num, uint64_t ex) {
     }
     put(d, t, ex);
 }
+
+/* DPP's src0 (dpp.dpp_source): lane l reads lane lanes[l] (-1: none); a source lane off EXEC or
+   missing gives 0 with bound_ctrl; returns the lanes whose source was there and on */
+uint64_t dpp_gather(uint32_t *g, const uint32_t *row, const int8_t *lanes, uint64_t ex, int bound_zero,
+                    uint32_t keep, uint32_t flip) {
+    uint64_t on = 0;
+    for (int l = 0; l < 64; l++) {
+        int s = lanes[l] < 0 ? 0 : lanes[l];
+        int valid = lanes[l] >= 0 && (ex >> s & 1);
+        uint32_t value = (row[s] & keep) ^ flip;
+        g[l] = bound_zero && !valid ? 0u : value;
+        on |= (uint64_t)valid << l;
+    }
+    return on;
+}
+
+void bitop3(uint32_t *d, Src A, Src B, Src C, int table, uint64_t ex) {
+    uint32_t t[64];
+    for (int l = 0; l < 64; l++) {
+        uint32_t a = LANE(A, l), b = LANE(B, l), c = LANE(C, l), out = 0;
+        for (int code = 0; code < 8; code++)
+            if (table >> code & 1)
+                out |= (code & 4 ? a : ~a) & (code & 2 ? b : ~b) & (code & 1 ? c : ~c);
+        t[l] = out;
+    }
+    put(d, t, ex);
+}

@@ -172,8 +172,19 @@ def row_of(text: str) -> int:
     return op.index
 
 
+DPP_CONTROLS = {"quad_perm", "row_shl", "row_shr", "row_ror", "wave_shl", "wave_shr", "wave_rol",
+                "wave_ror", "row_mirror", "row_half_mirror", "row_bcast", "row_newbcast"}
+DPP_MODIFIERS = DPP_CONTROLS | {"row_mask", "bank_mask", "bound_ctrl"}
+
+
+def dpp_form(ins) -> bool:
+    """A _dpp instruction with only DPP's own modifiers (dpp.py gives its lanes and masks)."""
+    return (ins.mnemonic.endswith("_dpp") and bool(DPP_CONTROLS & set(ins.modifiers))
+            and not set(ins.modifiers) - DPP_MODIFIERS)
+
+
 def elementwise(ins, name):
-    if name not in EXPRESSIONS or not plain_form(ins):
+    if name not in EXPRESSIONS or not (plain_form(ins) or dpp_form(ins)):
         raise Skip(name)
     result, kinds, expr = EXPRESSIONS[name]
     if OPS.get(name, (None, None))[:2] != (result, kinds):
@@ -194,7 +205,36 @@ def elementwise(ins, name):
                 f" for (int l = 0; l < 64; l++) {{ {declared}; t[l] = {expr}; }} {store} }}")
     sources = [src(text, kind) for text, kind in zip(texts, kinds)]
     sources += [NO_SOURCE] * (3 - len(sources))
+    if dpp_form(ins):
+        return dpp_call(ins, name, row, texts[0], sources)
     return f"op_{name}(V({row}), {', '.join(sources)}, EXEC64);"
+
+
+def dpp_call(ins, name: str, row: int, first: str, sources: list[str]) -> str:
+    """src0 gathered through the DPP lanes (valu.build with dpp.dpp_source), the op on it, the
+    result written where EXEC, the row/bank masks and (without bound_ctrl) a live source allow."""
+    from .. import dpp
+    lanes, enabled, bound_zero = dpp.dpp_masks(ins.modifiers)
+    if operand(first).kind != "v":
+        raise Skip(name)
+    table = ", ".join(str(int(x)) for x in lanes)
+    enabled_bits = sum(1 << k for k in range(64) if enabled[k])
+    keep, flip = sources[0].split(", ")[2:4]
+    return (f"{{ static const int8_t lanes[64] = {{ {table} }}; uint32_t g[64]; uint64_t ex = EXEC64;"
+            f" uint64_t on = dpp_gather(g, V({operand(first).index}), lanes, ex, {int(bound_zero)},"
+            f" {keep}, {flip.rstrip(')')});"
+            f" op_{name}(V({row}), SRC(g, 1, 4294967295u, 0u), {', '.join(sources[1:])},"
+            f" ex & {enabled_bits}ull & {'~0ull' if bound_zero else 'on'}); }}")
+
+
+def bitop3(ins):
+    """v_bitop3_b32: each result bit is bit (S0 << 2 | S1 << 1 | S2) of the bitop3 table."""
+    if set(ins.modifiers) - {"bitop3"} or ins.mnemonic.endswith(("_dpp", "_sdwa")):
+        raise Skip("bitop3")
+    ops = ins.operands
+    table = int(ins.modifiers.get("bitop3", "0"), 0) & 0xFF
+    sources = ", ".join(src(text) for text in ops[1:4])
+    return f"bitop3(V({row_of(ops[0])}), {sources}, {table}, EXEC64);"
 
 
 def mask_write(text: str, value: str) -> str:
@@ -362,7 +402,7 @@ FORMS = {"cndmask_b32": cndmask, "add_co_u32": carry("add", False),
          "readfirstlane_b32": readlane, "mbcnt_lo_u32_b32": mbcnt(False),
          "mbcnt_hi_u32_b32": mbcnt(True), "mad_u64_u32": mad_64_32(False),
          "mad_i64_i32": mad_64_32(True), "div_scale_f32": div_scale, "div_fmas_f32": div_fmas,
-         "div_fixup_f32": div_fixup, **{name: packed for name in PACKED}}
+         "div_fixup_f32": div_fixup, "bitop3_b32": bitop3, **{name: packed for name in PACKED}}
 
 
 def valu(ins):
