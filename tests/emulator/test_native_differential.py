@@ -12,7 +12,7 @@ from harness.emulator.native import program as native_program
 from .kernels import assemble
 from .native_bench import Start, differences, first_step_apart, run_one
 
-VOP1 = ["mov_b32", "not_b32", "cvt_f32_i32", "cvt_f32_u32", "cvt_u32_f32", "cvt_i32_f32",
+VOP1 = ["bfrev_b32", "mov_b32", "not_b32", "cvt_f32_i32", "cvt_f32_u32", "cvt_u32_f32", "cvt_i32_f32",
         "exp_f32", "log_f32", "rcp_f32", "sqrt_f32", "rsq_f32", "trunc_f32", "floor_f32",
         "ceil_f32", "rndne_f32", "cvt_f32_ubyte0", "cvt_f32_ubyte3"]
 VOP2 = ["add_f32", "sub_f32", "subrev_f32", "mul_f32", "min_f32", "max_f32", "add_u32",
@@ -166,6 +166,8 @@ def memory_line(rng) -> str:
         f"ds_write_b32 v56, {vgpr(rng)} offset:{4 * rng.randrange(16)}",
         f"ds_write_b64 v57, v[{d}:{d + 1}]",
         f"ds_write_b8 v57, {vgpr(rng)} offset:{rng.randrange(64)}",
+        f"ds_write_b8_d16_hi v56, {vgpr(rng)} offset:{rng.randrange(64)}",
+        f"buffer_store_dword {vgpr(rng)}, v59, s[44:47], 0 offen offset:{4 * rng.randrange(8)}",
         f"ds_write_b16 v56, {vgpr(rng)} offset:{2 * rng.randrange(32)}",
         f"ds_write_b128 v56, v[{d}:{d + 3}] offset:32",
         f"ds_write2_b32 v57, {vgpr(rng)}, {vgpr(rng)} offset1:{rng.randrange(1, 8)}",

@@ -90,7 +90,7 @@ def ds_read(ins, size: int, scale: int | None = None) -> str:
             f" {' '.join(moves)} st->bytes[LDS_READ] += {size * len(moves)} * __builtin_popcountll(ex); }}")
 
 
-def ds_write(ins, size: int, sources, scale: int | None = None) -> str:
+def ds_write(ins, size: int, sources, scale: int | None = None, first: int = 0) -> str:
     """Each access checked then written in turn, as ds.py does (write2: the first lands before
     the second is checked; a fallback there redoes the first unchanged)."""
     parts = []
@@ -99,8 +99,8 @@ def ds_write(ins, size: int, sources, scale: int | None = None) -> str:
         if source.kind != "v":
             raise Skip(text)
         parts.append((lds_addresses(ins.operands[0], offset), source.index))
-    body = " ".join(f"{{ int64_t at[64]; {at} if (!lds_write(st, at, ex, {size}, V({first})))"
-                    " FALLBACK; }" for at, first in parts)
+    body = " ".join(f"{{ int64_t at[64]; {at} if (!lds_write(st, at, ex, {size}, V({row}), {first}))"
+                    " FALLBACK; }" for at, row in parts)
     return (f"{{ uint64_t ex = EXEC64; {body}"
             f" st->bytes[LDS_WRITE] += {size * len(parts)} * __builtin_popcountll(ex); }}")
 
@@ -125,6 +125,8 @@ def ds(ins, name):
         return ds_read(ins, DS_SIZES[parts[1]])
     if len(parts) == 2 and parts[0] == "write" and parts[1] in WRITE_SIZES:
         return ds_write(ins, WRITE_SIZES[parts[1]], ins.operands[1:2])
+    if name in ("write_b8_d16_hi", "write_b16_d16_hi"):  # the register's high half
+        return ds_write(ins, WRITE_SIZES[parts[1]], ins.operands[1:2], first=2)
     if parts[0] in ("read2", "write2", "read2st64", "write2st64") and parts[1] in ("b32", "b64"):
         size = DS_SIZES[parts[1]]
         scale = size * (64 if "st64" in parts[0] else 1)
@@ -141,6 +143,8 @@ def buffer_op(ins, name):
     """buffer_load_dword(xN), offen or not (idxen: numpy's), into VGPRs or LDS (the lds form)."""
     parts = name.split("_")
     only(ins, BUFFER_MODIFIERS)
+    if name == "store_dword" and "lds" not in ins.modifiers and len(ins.operands) == 4:
+        return buffer_store(ins)
     if len(parts) != 2 or parts[0] != "load" or parts[1] not in GLOBAL_SIZES:
         raise Skip(name)
     to_lds = "lds" in ins.modifiers
@@ -159,3 +163,17 @@ def buffer_op(ins, name):
     rows = "NULL" if to_lds else f"V({destination.index})"
     return (f"if (!buffer_load(st, &S[{resource.index}], {sread(texts[3])}, {voffset}, {offset},"
             f" {GLOBAL_SIZES[parts[1]]}, {rows}, EXEC64)) FALLBACK;")
+
+
+def buffer_store(ins) -> str:
+    source, vaddr, resource = (operand(text) for text in ins.operands[:3])
+    if source.kind != "v" or resource.kind != "s":
+        raise Skip("buffer_store")
+    voffset = "NULL"
+    if "offen" in ins.modifiers:
+        if vaddr.kind != "v":
+            raise Skip("buffer_store")
+        voffset = f"V({vaddr.index})"
+    offset = int(ins.modifiers.get("offset", "0"), 0)
+    return (f"if (!buffer_store(st, &S[{resource.index}], {sread(ins.operands[3])}, {voffset},"
+            f" {offset}, V({source.index}), EXEC64)) FALLBACK;")

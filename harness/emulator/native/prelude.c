@@ -17,7 +17,7 @@ typedef struct {
     uint64_t load_base;   /* the host address of the code object's vaddr 0 (s_getpc_b64) */
 } State;
 
-enum { SCALAR_LOAD, GLOBAL_LOAD, GLOBAL_STORE, LDS_READ, LDS_WRITE, BUFFER_LOAD, LDS_DMA };
+enum { SCALAR_LOAD, GLOBAL_LOAD, GLOBAL_STORE, LDS_READ, LDS_WRITE, BUFFER_LOAD, LDS_DMA, BUFFER_STORE };
 enum { BUDGET_STOP, NEED_NUMPY, BARRIER_STOP, END_STOP };
 /* what an instruction's function returns instead of the next index */
 #define FALLBACK_CODE (-1)
@@ -168,7 +168,9 @@ int global_load_small(State *st, uint64_t base, uint64_t offset, const uint32_t 
                       uint32_t *row, int size, int is_signed, uint64_t ex);
 int lds_read_ok(const State *st, const int64_t *at, uint64_t ex, int64_t n);
 void lds_read(State *st, const int64_t *at, uint64_t ex, int64_t n, uint32_t *row0);
-int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0);
+int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0, int first);
+int buffer_store(State *st, const uint32_t *desc, uint32_t soffset, const uint32_t *voffset,
+                 int64_t inst_offset, const uint32_t *row, uint64_t ex);
 
 /* in the runtime library (runtime.c, compiled once with -O2): the per-lane loops */
 void cndmask(uint32_t *d, Src A, Src B, uint64_t m, uint64_t ex);

@@ -31,7 +31,7 @@ class State(ctypes.Structure):
 
 
 BYTE_KINDS = ("scalar_load", "global_load", "global_store", "lds_read", "lds_write", "buffer_load",
-              "lds_dma")
+              "lds_dma", "buffer_store")
 BUDGET_STOP, NEED_NUMPY, BARRIER_STOP, END_STOP = range(4)
 
 

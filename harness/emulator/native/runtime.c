@@ -115,16 +115,36 @@ static int lds_write_bytes(State *st, const int64_t *at, uint64_t ex, int64_t n,
     return 1;
 }
 
-int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0) {
-    int64_t words = n < 4 ? 1 : n / 4;  /* b8 / b16: the register's low bytes */
+int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0, int first) {
+    int64_t words = n < 4 ? 1 : n / 4;  /* b8 / b16: the register's bytes from `first` (d16_hi: 2) */
     uint8_t data[64][16];
     for (int l = 0; l < 64; l++) {
         if (!(ex >> l & 1)) continue;
         uint32_t w_[4];
         for (int64_t k = 0; k < words; k++) w_[k] = row0[k * 64 + l];
-        memcpy(data[l], w_, n);
+        memcpy(data[l], (const uint8_t *)w_ + first, n);
     }
     return lds_write_bytes(st, at, ex, n, data);
+}
+
+/* buffer_store_dword (offen or none): in-range lanes stored in lane order, a store's progress */
+int buffer_store(State *st, const uint32_t *desc, uint32_t soffset, const uint32_t *voffset,
+                 int64_t inst_offset, const uint32_t *row, uint64_t ex) {
+    if (desc[1] >> 31 & 1 || desc[3] >> 23 & 1) return 0;
+    uint64_t base = (uint64_t)desc[0] | (uint64_t)(desc[1] & 0xFFFF) << 32;
+    int64_t records = desc[2];
+    uint64_t at[64], in_range = 0;
+    for (int l = 0; l < 64; l++) {
+        int64_t offset = inst_offset + (voffset ? (int64_t)voffset[l] : 0);
+        at[l] = base + soffset + (uint64_t)offset;
+        if ((ex >> l & 1) && offset + 4 <= records) in_range |= 1ull << l;
+    }
+    if (!lanes_inside(st, at, in_range, 4)) return 0;
+    for (int l = 0; l < 64; l++)
+        if (in_range >> l & 1) memcpy((void *)(uintptr_t)at[l], &row[l], 4);
+    st->bytes[BUFFER_STORE] += 4 * __builtin_popcountll(ex);
+    st->progress++;
+    return 1;
 }
 
 /* buffer_load_dword(xN) (offen or none) through a V#, into registers or by LDS-DMA

@@ -203,6 +203,10 @@ def control(ins, name, program):
         return "STOP_AFTER(BARRIER_STOP);", None
     if name in sopp.ENDS:
         return "STOP_AFTER(END_STOP);", None
+    if name in ("setreg_b32", "setreg_imm32_b32"):  # no-ops in sopp.py
+        return "", None
+    if name == "getreg_b32":
+        return swrite(ins.operands[0], "0u"), None
     if name == "getpc_b64":  # the address after this instruction, in host memory
         return swrite(ins.operands[0], f"st->load_base + {ins.pc + ins.size}ull", 64), None
     raise Skip(name)

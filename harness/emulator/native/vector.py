@@ -20,7 +20,7 @@ EXPRESSIONS = {
     "min3_f32": (F, [F, F, F], "U(vmin(vmin(F(a), F(b)), F(c)))"),
     "max3_f32": (F, [F, F, F], "U(vmax(vmax(F(a), F(b)), F(c)))"),
     "ldexp_f32": (F, [F, I], "U((float)ldexp((double)F(a), (int32_t)b))"),
-    "mov_b32": (B, [B], "a"), "not_b32": (B, [B], "~a"),
+    "mov_b32": (B, [B], "a"), "not_b32": (B, [B], "~a"), "bfrev_b32": (B, [B], "__builtin_bitreverse32(a)"),
     "cvt_f32_i32": (F, [I], "U((float)(int32_t)a)"), "cvt_f32_u32": (F, [U], "U((float)a)"),
     "cvt_u32_f32": (U, [F], "to_u32((double)F(a))"),
     "cvt_i32_f32": (I, [F], "to_i32((double)F(a))"),
