@@ -240,6 +240,8 @@ static inline uint32_t packed_code(const uint32_t *rows, int l, int j, int width
 void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c, double c_value,
                 int m, int k, int per_lane, const double *table_a, int width_a, const double *table_b,
                 int width_b, const int32_t *ks_a, const int32_t *ks_b, const int32_t *out_rows, uint64_t ex) {
+    /* A by rows and B by columns, both contiguous in K; the sums are exact, so four partial sums
+       (any order) give numpy's matmul bits */
     static double A[2048], B[2048];
     uint32_t t[16 * 64];
     int registers = m * m / 64;
@@ -248,15 +250,18 @@ void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_
     for (int l = 0; l < 64; l++)
         for (int j = 0; j < per_lane; j++) {
             A[(l % m) * k + ks_a[l * per_lane + j]] = table_a[packed_code(a, l, j, width_a)];
-            B[ks_b[l * per_lane + j] * m + l % m] = table_b[packed_code(b, l, j, width_b)];
+            B[(l % m) * k + ks_b[l * per_lane + j]] = table_b[packed_code(b, l, j, width_b)];
         }
     for (int r = 0; r < registers; r++)
         for (int l = 0; l < 64; l++) {
-            int i = out_rows[r * 64 + l], col = l % m;
-            double sum = 0;
-            for (int q = 0; q < k; q++) sum += A[i * k + q] * B[q * m + col];
+            const double *row = A + out_rows[r * 64 + l] * k, *col = B + (l % m) * k;
+            double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (int q = 0; q < k; q += 4) {
+                s0 += row[q] * col[q]; s1 += row[q + 1] * col[q + 1];
+                s2 += row[q + 2] * col[q + 2]; s3 += row[q + 3] * col[q + 3];
+            }
             double acc = c ? (double)F(c[r * 64 + l]) : c_value;
-            t[r * 64 + l] = U((float)(sum + acc));
+            t[r * 64 + l] = U((float)(((s0 + s1) + (s2 + s3)) + acc));
         }
     for (int r = 0; r < registers; r++) put(d + r * 64, t + r * 64, ex);
 }
