@@ -62,7 +62,12 @@ def _emulated_schedule(q_lens, kv_lens, **options):
 
 @pytest.fixture(scope="module")
 def built_module():
-    build.load(metadata.MODULE)  # builds it from the wheel's sources the first time (minutes)
+    # The emulator's C fast path translates all of metadata.cu's 72 kernels before the first launch: minutes
+    # whenever its translator changes. The numpy path runs this one-wave kernel in well under a second.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_EMULATOR_NATIVE", "0")
+        build.load(metadata.MODULE)  # builds it from the wheel's sources the first time (minutes)
+        yield
 
 
 @pytest.mark.slow
@@ -74,7 +79,7 @@ def test_each_cu_takes_one_granule_when_the_kv_is_short(built_module):
     rows = works[:82].tolist()
     assert [r[0] for r in rows] == [0] * 19 + [1] * 63
     assert [(r[4], r[5]) for r in rows[:2]] == [(0, 16), (16, 32)] and rows[18][4:6] == [288, 300]
-    assert rows[19][4:6] == [300, 316] and rows[-1][4:6] == [1296, 1300]
+    assert rows[19][4:6] == [300, 316] and rows[-1][4:6] == [1292, 1300]
     assert [r[1] for r in rows] == list(range(82))  # every work is a split: partial row = its number
     assert [r[2:4] for r in rows] == [[0, 1]] * 19 + [[1, 2]] * 63
     assert reduce_indptr[:3].tolist() == [0, 19, 82] and final_map[:2].tolist() == [[0, 1], [1, 2]]
@@ -83,14 +88,15 @@ def test_each_cu_takes_one_granule_when_the_kv_is_short(built_module):
 
 
 @pytest.mark.slow
-def test_the_schedule_gives_the_stand_ins_attention(built_module):
+def test_the_schedule_gives_the_stand_ins_attention(built_module, monkeypatch):
     """The stand-in's torch stage 1 + reduce on aiter's schedule = on the stand-in's own (float32 rounding)."""
     torch.manual_seed(3)
     q_lens, kv_lens = [1, 1, 1], [40, 700, 129]
     qo, kv, _, indptr, works, reduce_indptr, final_map, partial_map = _emulated_schedule(q_lens, kv_lens)
     total_kv, batch = sum(kv_lens), len(kv_lens)
-    q = torch.randn(batch, HEADS, QK_DIM).to(torch.bfloat16)
-    cache = torch.randn(total_kv, 1, 1, QK_DIM).to(torch.bfloat16)
+    q = torch.randn(batch, HEADS, QK_DIM).to(fp8)
+    cache = torch.randn(total_kv, 1, 1, QK_DIM).to(fp8)
+    scale = torch.ones(1)
     pages = torch.arange(total_kv, dtype=torch.int32)
 
     def decode(schedule):
@@ -98,12 +104,15 @@ def test_the_schedule_gives_the_stand_ins_attention(built_module):
         rows = int(partial_map_.numel()) + batch
         data, lse = torch.zeros(rows, 1, HEADS, V_DIM), torch.zeros(rows, 1, HEADS, 1)
         out = torch.zeros(batch, HEADS, V_DIM, dtype=torch.bfloat16)
-        standin_mla._stage1(q, cache, qo, kv, pages, None, indptr_, works_, 1, 0.06, data, lse, out, None, None)
+        standin_mla.mla_decode_stage1_asm_fwd(q, cache, qo, kv, pages, None, None, None, indptr_, works_, 1, 1, 1,
+                                              0.06, data, lse, out, scale, scale)
         standin_mla._reduce(data, lse, reduce_indptr_, final_map_, partial_map_, 1, out)
         return out.float()
 
+    monkeypatch.setenv("HARNESS_AITER", "torch")  # the stand-in's schedule, and its torch math for both
     theirs = _buffers(batch)
-    standin.get_mla_metadata_v1(qo, kv, None, HEADS, 1, False, theirs[0], theirs[2], theirs[1], *theirs[3:],
+    standin.get_mla_metadata_v1(qo, kv, torch.ones(batch, dtype=torch.int32), HEADS, 1, False, theirs[0], theirs[2],
+                                theirs[1], *theirs[3:],
                                 max_seqlen_qo=1, uni_seqlen_qo=1)
     emulated = decode((indptr, works, reduce_indptr, final_map, partial_map))
     modelled = decode((theirs[1], theirs[2], *theirs[3:]))
@@ -112,13 +121,38 @@ def test_the_schedule_gives_the_stand_ins_attention(built_module):
 
 
 @pytest.mark.slow
-def test_a_schedule_past_its_buffer_is_refused(built_module):
-    """A work_info_set of 20 rows for a schedule of ~110 works: the kernel writes past it; refused."""
+def test_a_schedule_past_its_buffer_is_refused(built_module, monkeypatch):
+    """Through the stand-in, emulating: a work_info_set of 20 rows for a schedule of ~110 works. aiter's kernel
+    writes past it (here into a live tensor, so the emulator lets it); the stand-in refuses the call."""
+    monkeypatch.setenv("HARNESS_AITER", "emulate")
     qo = torch.arange(4, dtype=torch.int32)
     kv = torch.tensor([0, 600, 1200, 1800], dtype=torch.int32)
     ptrs, indptr, works, reduce_indptr, final_map, partial_map = _buffers(3)
-    spare = torch.zeros(4096, dtype=torch.int32)  # the kernel's writes past work_info_set land in a live region
+    spare = torch.zeros(4096, dtype=torch.int32)
     small = spare[:20 * 8].view(20, 8)
-    with pytest.raises(standin.StandInRefusal, match="work_info_set"):
-        metadata.get_mla_metadata_v1(qo, kv, None, HEADS, 1, False, ptrs, small, indptr, reduce_indptr, final_map,
-                                     partial_map, max_seqlen_qo=1, uni_seqlen_qo=1)
+    with pytest.raises(standin.StandInRefusal, match="work_info_set of 20 entries: this schedule needs 1"):
+        standin.get_mla_metadata_v1(qo, kv, torch.ones(3, dtype=torch.int32), HEADS, 1, False, ptrs, small, indptr,
+                                    reduce_indptr, final_map, partial_map, max_seqlen_qo=1, uni_seqlen_qo=1)
+    assert build.take_lines()[0].startswith("aiter emulated (gfx950; amd-aiter 0.1.7.post2.dev18 sources")
+
+
+def test_without_the_ck_headers_the_torch_model_runs_and_says_why(tmp_path, monkeypatch):
+    """A wheel unpacked without composable_kernel's headers cannot build metadata.cu: the stand-in's torch
+    schedule is written instead, and the case's line names the function and what stopped the build."""
+    monkeypatch.setenv("HARNESS_AITER", "emulate")
+    monkeypatch.setattr(package, "cache_root", lambda: tmp_path)
+    monkeypatch.setattr(package, "missing", lambda: None)
+    monkeypatch.setattr(build, "built", lambda module: None)
+    monkeypatch.setattr(build, "_loaded", {})
+    qo = torch.arange(3, dtype=torch.int32)
+    kv = torch.tensor([0, 40, 100], dtype=torch.int32)
+    ptrs, indptr, works, reduce_indptr, final_map, partial_map = _buffers(2)
+    standin.get_mla_metadata_v1(qo, kv, torch.ones(2, dtype=torch.int32), HEADS, 1, False, ptrs, works, indptr,
+                                reduce_indptr, final_map, partial_map, max_seqlen_qo=1, uni_seqlen_qo=1)
+    rows = works[:int(indptr[-1])]
+    assert int((rows[:, 5] - rows[:, 4]).sum()) == 100
+    lines = build.take_lines()
+    assert lines == [f"aiter modelled in torch: get_mla_metadata_v1 ({tmp_path}/aiter_meta/"
+                     "3rdparty/composable_kernel/include/ck_tile/core.hpp is missing: aiter's metadata and reduce "
+                     "sources include composable_kernel's ck_tile headers (the wheel's aiter_meta/3rdparty/"
+                     "composable_kernel/include); unpack them beside csrc/)"]

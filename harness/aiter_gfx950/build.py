@@ -214,13 +214,41 @@ def code_object(module: str) -> Path:
 
 
 _loaded: dict = {}
+_ran: dict = {"emulated": [], "modelled": []}  # since the last take_lines
+
+
+def note_ran(name: str) -> None:
+    if name not in _ran["emulated"]:
+        _ran["emulated"].append(name)
+
+
+def take_lines() -> list[str]:
+    """What ran since the last take, for the case's message (then forgotten): emulated from the wheel's
+    sources, or the torch model where they could not be built here (and why)."""
+    lines = []
+    if _ran["emulated"]:
+        lines.append(f"aiter emulated (gfx950; amd-aiter {package.version()} sources built by the harness: "
+                     f"{', '.join(_ran['emulated'])}): correctness only")
+    lines += [f"aiter modelled in torch: {name} ({why})" for name, why in _ran["modelled"]]
+    for kept in _ran.values():
+        kept.clear()
+    return lines
+
+
+def load_or_note(module: str, api: str):
+    """The built module, or None after noting why it cannot be had here (the caller runs the torch model)."""
+    try:
+        return load(module)
+    except (AiterBuildError, hip_toolchain.ToolchainMissing) as error:
+        if (api, str(error)) not in _ran["modelled"]:
+            _ran["modelled"].append((api, str(error)))
+        return None
 
 
 def load(module: str):
     """The built module (built now, into a writable build folder, where none holds it), its launches emulated."""
     if module not in _loaded:
         from harness.emulator import launch_hip
-        launch_hip.install()
         path = built(module)
         if path is None:
             started = time.monotonic()
@@ -230,6 +258,7 @@ def load(module: str):
                 raise AiterBuildError(str(error)) from None
             print(f"[aiter gfx950] built {module} from amd-aiter {package.version()}'s sources in "
                   f"{time.monotonic() - started:.0f} s", file=sys.stderr)
+        launch_hip.install()  # our runtime, its launch hook and tensor tracking, before the module's first call
         _loaded[module] = extension.import_extension(path, module)
     return _loaded[module]
 

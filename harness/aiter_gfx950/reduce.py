@@ -11,28 +11,20 @@ reduce_final_map it takes each tile's q length from
 reduce_partial_map[1] - reduce_partial_map[0], where the stand-in's
 torch model uses max_seqlen_q.
 """
-import torch
-
 from harness.aiter_gfx950 import build
-from harness.aiter_standin import journal
 
 MODULE = "module_mla_reduce"
 
 
 def mla_reduce_v1(partial_output, partial_lse, reduce_indptr, reduce_final_map, reduce_partial_map, max_seqlen_q,
-                  final_output, final_lse=None) -> None:
+                  final_output, final_lse=None) -> bool:
+    """The wheel's reduce, in place; False where the module cannot be built here (noted; the caller runs its
+    torch model). max_seqlen_q is not in the wheel: unused."""
     from harness.emulator import launch_hip
-    module = build.load(MODULE)
+    module = build.load_or_note(MODULE, "mla_reduce_v1")
+    if module is None:
+        return False
     launch_hip.checked(module.mla_reduce_v1)(partial_output, partial_lse, reduce_indptr, reduce_final_map,
                                              reduce_partial_map, final_output, final_lse)
-    heads, v_dim = partial_output.shape[-2], partial_output.shape[-1]
-    counts = reduce_indptr[1:].to(torch.int64) - reduce_indptr[:-1].to(torch.int64)
-    merged = counts > 1  # the kernel leaves tiles of one split alone: stage 1 wrote them
-    tiles = int(merged.sum())
-    if reduce_final_map is not None and tiles:
-        spans = reduce_final_map.to(torch.int64)[:counts.numel()][merged]
-        rows = int(((spans[:, 1] - spans[:, 0]) * counts[merged]).sum())
-    else:
-        rows = int(counts[merged].sum()) * max(1, max_seqlen_q)
-    journal.note(journal.entry("aiter.mla_reduce_v1", "kn_mla_reduce_v1", bytes_read=rows * heads * (v_dim + 1) * 4,
-                               bytes_written=journal.tensor_bytes(final_output), total_q=final_output.shape[0]))
+    build.note_ran("mla_reduce_v1 (reduce.cu)")
+    return True

@@ -11,6 +11,7 @@ import math
 
 import torch
 
+from harness.aiter_gfx950 import routing
 from harness.aiter_standin import journal
 from harness.aiter_standin.dtypes import fp8
 from harness.aiter_standin.errors import StandInRefusal, check
@@ -63,7 +64,10 @@ def get_mla_metadata_v1(seqlens_qo_indptr, seqlens_kv_indptr, kv_last_page_lens,
                         kv_granularity: int = 16, max_seqlen_qo: int = -1, uni_seqlen_qo: int = -1,
                         fast_mode: bool = True, topk: int = -1, max_split_per_batch: int = -1,
                         intra_batch_mode: bool = False, dtype_q=None, dtype_kv=None) -> None:
-    """Fill the six buffers in place with a schedule covering exactly these q and kv lengths."""
+    """Fill the six buffers in place with a schedule covering exactly these q and kv lengths.
+
+    In an emulating child (harness/aiter_gfx950/routing.py) aiter's own metadata kernel writes it instead, on
+    the gfx950 emulator (harness/aiter_gfx950/metadata.py), but for intra_batch_mode, which its wheel lacks."""
     check(kv_granularity > 0 and kv_granularity & (kv_granularity - 1) == 0, "get_mla_metadata_v1",
           " kv_granularity Must be power of 2!")
     check(page_size > 0 and page_size & (page_size - 1) == 0, "get_mla_metadata_v1", " page_size Must be power of 2!")
@@ -72,6 +76,13 @@ def get_mla_metadata_v1(seqlens_qo_indptr, seqlens_kv_indptr, kv_last_page_lens,
     _check_indptr("kv_last_page_lens", kv_last_page_lens)
     if topk != -1:
         raise StandInRefusal(f"aiter stand-in refuses topk={topk}: sparse MLA metadata is not part of this task")
+    from harness.aiter_gfx950 import metadata as emulated
+    if not intra_batch_mode and routing.mode() == "emulate" and emulated.get_mla_metadata_v1(
+            seqlens_qo_indptr, seqlens_kv_indptr, kv_last_page_lens, num_heads_per_head_k, num_heads_k, is_causal,
+            work_metadata_ptrs, work_info_set, work_indptr, reduce_indptr, reduce_final_map, reduce_partial_map,
+            page_size, kv_granularity, max_seqlen_qo, uni_seqlen_qo, fast_mode, topk, max_split_per_batch):
+        return _note_emulated(seqlens_qo_indptr, seqlens_kv_indptr, work_info_set, work_indptr, reduce_indptr,
+                              reduce_partial_map, page_size, dtype_q, dtype_kv)
     q_ptr, kv_ptr = seqlens_qo_indptr.tolist(), seqlens_kv_indptr.tolist()
     batch = len(q_ptr) - 1
     q_lens = [q_ptr[b + 1] - q_ptr[b] for b in range(batch)]
@@ -113,6 +124,22 @@ def get_mla_metadata_v1(seqlens_qo_indptr, seqlens_kv_indptr, kv_last_page_lens,
                                q_dtype=journal.dtype_name(dtype_q), kv_dtype=journal.dtype_name(dtype_kv),
                                bytes_read=4 * (2 * batch + 2 + batch),
                                bytes_written=4 * (8 * len(works) + len(cuts) + 3 * batch + 1 + len(partial_map))))
+
+
+def _note_emulated(q_ptr, kv_ptr, work_info_set, work_indptr, reduce_indptr, reduce_partial_map, page_size,
+                   dtype_q, dtype_kv) -> None:
+    """After aiter's kernel ran: refuse a schedule it wrote past its buffers; the journal entry."""
+    works, partials = int(work_indptr[-1]), int(reduce_indptr[-1])
+    _fits("work_info_set", work_info_set.shape[0], works)
+    _fits("reduce_partial_map", reduce_partial_map.numel(), partials)
+    batch = q_ptr.numel() - 1
+    per_batch = torch.bincount(work_info_set[:works, 0].to(torch.int64).cpu(), minlength=batch)
+    journal.note(journal.entry("aiter.get_mla_metadata_v1", "kn_get_mla_metadata_v1 (emulated)",
+                               page_size=page_size, num_kv_splits=int(per_batch.max()), batch=batch,
+                               total_q=int(q_ptr[-1]), total_kv=int(kv_ptr[-1]) * page_size,
+                               q_dtype=journal.dtype_name(dtype_q), kv_dtype=journal.dtype_name(dtype_kv),
+                               bytes_read=4 * (2 * batch + 2),
+                               bytes_written=4 * (8 * works + work_indptr.numel() + 3 * batch + 1 + partials)))
 
 
 def _fits(name: str, capacity: int, needed: int) -> None:
