@@ -73,6 +73,8 @@ def matrix_line(rng) -> str:
         f"v_cvt_pk_fp8_f32 v{rng.randrange(48)}, {vgpr(rng)}, {vgpr(rng)}",
         f"v_cvt_pk_bf8_f32 v{rng.randrange(48)}, {vgpr(rng)}, {vgpr(rng)} op_sel:[0,0,1]",
         f"v_cvt_pk_fp8_f32 v{rng.randrange(48)}, -{vgpr(rng)}, {vgpr(rng)}",
+        f"v_cvt_scalef32_pk_fp8_f32 v{rng.randrange(48)}, {vgpr(rng)}, {vgpr(rng)}, {vgpr(rng)}",
+        f"v_cvt_scalef32_pk_bf8_f32 v{rng.randrange(48)}, {vgpr(rng)}, {vgpr(rng)}, {vgpr(rng)} op_sel:[0,0,0,1]",
     ])
 
 

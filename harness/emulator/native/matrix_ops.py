@@ -67,7 +67,7 @@ def cvt_pk_fp8(ins, name: str, defs: dict) -> str:
     """v_cvt_pk_fp8_f32 / bf8: two values RNE into one 16-bit half (op_sel[3]: the high half)."""
     if set(ins.modifiers) - {"op_sel", "clamp"} or ins.mnemonic.endswith(("_dpp", "_sdwa")):
         raise Skip(name)
-    kind = "fp8" if name == "cvt_pk_fp8_f32" else "bf8"
+    kind = "fp8" if "fp8" in name else "bf8"
     values, _ = FORMATS[kind]
     positives = values[:len(values) // 2]
     finite = np.isfinite(positives)
@@ -81,6 +81,13 @@ def cvt_pk_fp8(ins, name: str, defs: dict) -> str:
     row = operand(ins.operands[0])
     if row.kind != "v":
         raise Skip(name)
+    if name.startswith("cvt_scalef32"):  # op_sel[3] picks the half; no clamp form
+        if "clamp" in ins.modifiers:
+            raise Skip(name)
+        high = bits[3] if len(bits) > 3 else 0
+        a, b, scale = (src(text) for text in ins.operands[1:4])
+        return (f"cvt_scalef32_pk(V({row.index}), {a}, {b}, {scale}, {ladder}, {top}, {over},"
+                f" {len(values) // 2 - 1}, {len(values) // 2}, {high}, EXEC64);")
     saturate = int("clamp" in ins.modifiers)
     return (f"cvt_pk_minifloat(V({row.index}), {src(ins.operands[1], 'f32')},"
             f" {src(ins.operands[2], 'f32')}, {ladder}, {top}, {over}, {len(values) // 2 - 1},"

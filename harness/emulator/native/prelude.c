@@ -188,4 +188,6 @@ void div_fixup(uint32_t *d, Src Den, Src Num, uint64_t ex);
 uint64_t dpp_gather(uint32_t *g, const uint32_t *row, const int8_t *lanes, uint64_t ex, int bound_zero,
                     uint32_t keep, uint32_t flip);
 void bitop3(uint32_t *d, Src A, Src B, Src C, int table, uint64_t ex);
+void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const double *ladder, int top, int over,
+                     int nan_code, int half, int high, uint64_t ex);
 void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src B2, Src C2, uint64_t ex);

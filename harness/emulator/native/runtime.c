@@ -363,3 +363,18 @@ void bitop3(uint32_t *d, Src A, Src B, Src C, int table, uint64_t ex) {
     }
     put(d, t, ex);
 }
+
+/* v_cvt_scalef32_pk_fp8/bf8_f32: each value over 2^(exponent of the scale - 127), in double,
+   rounded to f32, then encoded without saturation (matrix.cvt_scalef32) */
+void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const double *ladder, int top, int over,
+                     int nan_code, int half, int high, uint64_t ex) {
+    uint32_t t[64];
+    for (int l = 0; l < 64; l++) {
+        double factor = ldexp(1.0, (int)(LANE(Scale, l) >> 23 & 0xFF) - 127);
+        float x = (float)((double)F(LANE(A, l)) / factor), y = (float)((double)F(LANE(B, l)) / factor);
+        uint32_t pair = encode_minifloat(x, ladder, top, over, nan_code, half, 0)
+                      | encode_minifloat(y, ladder, top, over, nan_code, half, 0) << 8;
+        t[l] = high ? (d[l] & 0xFFFFu) | pair << 16 : (d[l] & 0xFFFF0000u) | pair;
+    }
+    put(d, t, ex);
+}
