@@ -220,3 +220,20 @@ def test_the_report_names_the_hip_header_version(reports, toolchain):
     assert any(f"HIP {version} " in note for note in report.notes), report.notes
     if toolchain.newer_hip is not None:
         assert any(f"HIP {hip_toolchain.hip_version(toolchain.rocm)} headers" in note for note in report.notes)
+
+
+def test_installed_headers_are_shared_by_content_not_by_venv(toolchain, tmp_path):
+    """The compile reads torch's and triton's headers from a copy named by the hashes pip recorded, so a fresh
+    clone's venv with the same files reuses the precompiled headers built for another (~28 s of CPU each)."""
+    shared = toolchain.cache.parent / "installed"
+    assert toolchain.torch_include.is_relative_to(shared) and toolchain.newer_hip.is_relative_to(shared)
+    triton = hip_toolchain.newer_hip_headers()  # triton 3.9's HIP 7.1 headers, in the venv
+    root = tmp_path / "cache" / "hip"
+    copy = hip_toolchain.installed_copy("triton", triton, root)
+    assert copy.is_relative_to(tmp_path / "cache" / "installed") and copy.parts[-4:] == triton.parts[-4:]
+    listed = [sorted(p.relative_to(top) for p in top.rglob("*")) for top in (copy, triton)]
+    assert listed[0] == listed[1]
+    assert (copy / "hip" / "hip_version.h").read_bytes() == (triton / "hip" / "hip_version.h").read_bytes()
+    made = copy.stat().st_mtime_ns
+    assert hip_toolchain.installed_copy("triton", triton, root) == copy and copy.stat().st_mtime_ns == made
+    assert hip_toolchain.installed_copy("triton", tmp_path, root) == tmp_path  # not the package's: used in place

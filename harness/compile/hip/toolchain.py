@@ -89,6 +89,30 @@ def newer_hip_headers() -> Path | None:
     return include if major >= 7 else None
 
 
+def installed_copy(package: str, folder: Path, root: Path) -> Path:
+    """`folder` of an installed package as a copy beside the cache, named by the hashes
+    pip recorded for its files: venvs with the same files compile from one path, so one precompiled header serves
+    them all (a fresh clone builds none). The folder itself when its files are unrecorded or nothing can write."""
+    try:
+        dist = importlib.metadata.distribution(package)
+        prefix = folder.relative_to(Path(dist.locate_file(""))).as_posix() + "/"
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return folder
+    lines = sorted(line for line in (dist.read_text("RECORD") or "").splitlines() if line.startswith(prefix))
+    if not lines or any(",sha256=" not in line for line in lines):
+        return folder
+    target = root.parent / "installed" / f"{package}-{hashlib.sha256(chr(10).join(lines).encode()).hexdigest()[:16]}"
+    if not target.is_dir():
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=target.parent) as staging:
+                shutil.copytree(folder, Path(staging) / "copy" / prefix)
+                os.rename(Path(staging) / "copy", target)  # whole or not at all; a racing copier's rename fails
+        except OSError:
+            return target / prefix if target.is_dir() else folder
+    return target / prefix
+
+
 def python_include() -> Path:
     import sysconfig
 
@@ -148,9 +172,11 @@ def find() -> Toolchain:
     stubs = stubs_dir(root)
     if not stubs.is_dir():
         write_stubs(stubs)
+    newer_hip = newer_hip_headers()
     return Toolchain(clang=clang, objdump=objdump, cxxfilt=llvm_tool("llvm-cxxfilt"), rocm=root / "rocm",
-                     stubs=stubs, newer_hip=newer_hip_headers(), overlay=folder / "overlay", shadow=folder / "shadow",
-                     torch_include=torch / "include", python_include=python_include(),
+                     stubs=stubs, newer_hip=newer_hip and installed_copy("triton", newer_hip, root),
+                     overlay=folder / "overlay", shadow=folder / "shadow",
+                     torch_include=installed_copy("torch", torch / "include", root), python_include=python_include(),
                      torch_version=torch_version(), cache=root)
 
 
