@@ -6,7 +6,6 @@ import ctypes
 import hashlib
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 from ..executor import split_mnemonic
@@ -124,25 +123,18 @@ def translator_hash() -> str:
 
 
 def cache_folders() -> list[Path]:
-    """Where builds are looked for: the HIP cache (the parent's, read-only in the sandbox), the
-    child's scratch extensions folder, then /tmp; new builds go to the first writable one."""
-    from harness.compile.hip import toolchain
-    folders = [toolchain.cache_root() / "emulated" / "native"]
-    if os.environ.get("TORCH_EXTENSIONS_DIR"):
-        folders.append(Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "emulator-native")
-    folders.append(Path(tempfile.gettempdir()) / "harness-emulator-native")
-    return folders
+    """Where the HIP runtime's builds go (hip_runtime.library), a `native` folder in each: the
+    HIP cache (read-only in the sandbox) and the child's scratch extensions folder."""
+    from ..hip_runtime import library
+    return [folder / "native" for folder in library.build_folders()]
 
 
-def writable(folders: list[Path]) -> Path:
-    for folder in folders:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(folder, os.W_OK):
-            return folder
-    raise OSError("no writable folder for the emulator's native builds")
+def writable_folder() -> Path:
+    """The child's scratch first (a write to the HIP cache would fail the file checks)."""
+    from ..hip_runtime import library
+    folder = library.writable_folder() / "native"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def compiler() -> str:
@@ -156,12 +148,10 @@ def compiler() -> str:
 def built(name: str, text: str, level: str) -> Path:
     """The shared library of `text`, compiled once into the cache (another process may race:
     each writes its own file, then renames it in place)."""
-    folders = cache_folders()
-    for folder in folders:
+    for folder in cache_folders():
         if (folder / f"{name}.so").exists():
             return folder / f"{name}.so"
-    # a harness child writes only its scratch (a write to the HIP cache would fail the file checks)
-    folder = writable(folders[1:] if os.environ.get("TORCH_EXTENSIONS_DIR") else folders)
+    folder = writable_folder()
     library = folder / f"{name}.so"
     if not library.exists():
         unit = folder / f"{name}.{os.getpid()}.c"
@@ -203,7 +193,7 @@ def native_program(code):
     if cached is False:
         try:
             cached = NativeProgram(code.program, code.blob)
-        except (OSError, subprocess.SubprocessError) as error:
+        except (OSError, RuntimeError, subprocess.SubprocessError) as error:  # the numpy path runs
             cached = None
             code.__dict__["_native_error"] = str(error)[:300]
         code.__dict__["_native"] = cached
