@@ -62,12 +62,7 @@ def _emulated_schedule(q_lens, kv_lens, **options):
 
 @pytest.fixture(scope="module")
 def built_module():
-    # The emulator's C fast path translates all of metadata.cu's 72 kernels before the first launch: minutes
-    # whenever its translator changes. The numpy path runs this one-wave kernel in well under a second.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HARNESS_EMULATOR_NATIVE", "0")
-        build.load(metadata.MODULE)  # builds it from the wheel's sources the first time (minutes)
-        yield
+    build.load(metadata.MODULE)  # builds it from the wheel's sources the first time (minutes)
 
 
 @pytest.mark.slow

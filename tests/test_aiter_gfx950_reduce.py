@@ -16,11 +16,7 @@ HEADS, V_DIM = 16, 512
 
 @pytest.fixture(scope="module")
 def built_module():
-    # As for metadata.cu: the numpy path, not the C fast path's translation of all 72 kernels first.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HARNESS_EMULATOR_NATIVE", "0")
-        build.load(reduce.MODULE)
-        yield
+    build.load(reduce.MODULE)
 
 
 def _partials(rows: int, seed: int):

@@ -20,8 +20,10 @@ it is cached by content in the emulator's build folders.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import time
@@ -58,6 +60,7 @@ AITER_DEVICE_FLAGS = [
 # core.py's include folders, under aiter_meta/
 INCLUDES = ("csrc/include", "csrc/include/torch", "3rdparty/composable_kernel/include",
             "3rdparty/composable_kernel/library/include")
+NATIVE_ENV = "HARNESS_EMULATOR_NATIVE"  # harness/emulator/native/program.py's switch
 GUARD_HEADER = "ATen/hip/impl/HIPGuardImplMasqueradingAsCUDA.h"
 HOST_SHIMS = {
     # torch's guard, renamed, then one that sets nothing on the CPU device our tensors live on
@@ -261,6 +264,22 @@ def load(module: str):
         launch_hip.install()  # our runtime, its launch hook and tensor tracking, before the module's first call
         _loaded[module] = extension.import_extension(path, module)
     return _loaded[module]
+
+
+@contextlib.contextmanager
+def numpy_path():
+    """These launches on the emulator's numpy path: its C fast path first translates every kernel of the code
+    object (72 in each module; measured 450-520 s at load 10), again after each translator change and in each
+    sandboxed child that cannot write the shared cache; these small kernels run in seconds without it."""
+    kept = os.environ.get(NATIVE_ENV)
+    os.environ[NATIVE_ENV] = "0"
+    try:
+        yield
+    finally:
+        if kept is None:
+            os.environ.pop(NATIVE_ENV, None)
+        else:
+            os.environ[NATIVE_ENV] = kept
 
 
 def prebuild() -> list[str]:

@@ -65,9 +65,10 @@ def get_mla_metadata_v1(seqlens_qo_indptr, seqlens_kv_indptr, kv_last_page_lens,
     module = build.load_or_note(MODULE, "get_mla_metadata_v1")
     if module is None:
         return False
-    launch_hip.checked(module.get_mla_metadata_v1)(
-        seqlens_qo_indptr, seqlens_kv_indptr, num_heads_per_head_k, num_heads_k, is_causal,
-        work_metadata_ptrs, work_info_set, work_indptr, reduce_indptr, reduce_final_map, reduce_partial_map,
-        granularity, max_seqlen_qo, uni_seqlen_qo, fast_mode, topk, max_split_per_batch)
+    with build.numpy_path():
+        launch_hip.checked(module.get_mla_metadata_v1)(
+            seqlens_qo_indptr, seqlens_kv_indptr, num_heads_per_head_k, num_heads_k, is_causal,
+            work_metadata_ptrs, work_info_set, work_indptr, reduce_indptr, reduce_final_map, reduce_partial_map,
+            granularity, max_seqlen_qo, uni_seqlen_qo, fast_mode, topk, max_split_per_batch)
     build.note_ran("get_mla_metadata_v1 (metadata.cu)")
     return True

@@ -24,7 +24,8 @@ def mla_reduce_v1(partial_output, partial_lse, reduce_indptr, reduce_final_map, 
     module = build.load_or_note(MODULE, "mla_reduce_v1")
     if module is None:
         return False
-    launch_hip.checked(module.mla_reduce_v1)(partial_output, partial_lse, reduce_indptr, reduce_final_map,
-                                             reduce_partial_map, final_output, final_lse)
+    with build.numpy_path():
+        launch_hip.checked(module.mla_reduce_v1)(partial_output, partial_lse, reduce_indptr, reduce_final_map,
+                                                 reduce_partial_map, final_output, final_lse)
     build.note_ran("mla_reduce_v1 (reduce.cu)")
     return True
