@@ -182,8 +182,9 @@ def _replayed(shelf: dict) -> str:
     if not hits:
         return ""
     where = next(iter(shelf.values())).where
-    return (f"{hits} recorded or emulated calls replayed from the shared recordings ({where}): an earlier run of "
-            f"this file under this harness made them (${shared.ENV}=off runs everything again)")
+    calls = "call" if hits == 1 else "calls"
+    return (f"{hits} recorded or emulated {calls} replayed from the shared recordings ({where}): an earlier run "
+            f"of this file under this harness made them (${shared.ENV}=off runs everything again)")
 
 
 def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: int, progress, shelf: dict) -> tuple:
