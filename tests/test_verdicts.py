@@ -43,11 +43,13 @@ def test_summarize_calls_unrun_cases_a_timeout_and_a_case_limit_too():
 @pytest.mark.slow
 def test_a_file_the_server_would_reject_is_never_a_plain_pass(tmp_path):
     sample = REPO / "tests" / "samples" / "bad" / "forbidden_word.py"
-    done = harness("run", sample, "--mode", "test", "--device", "cpu", "--json")
+    one_case = tmp_path / "one_case.yml"  # the verdict is the file's, not a case's: no 2x4500 and stress cases
+    one_case.write_text("- {batchsize: 1, qseqlen: 1, kvseqlen: 64, seed: 7}\n")
+    done = harness("run", sample, "--mode", "test", "--device", "cpu", "--cases", one_case, "--json")
     assert done.returncode == 1
     (record,) = json.loads(done.stdout)
     assert record["status"] == "rejected" and record["reason"].startswith(records.REJECTED_PREFIX)
-    allowed = harness("run", sample, "--mode", "test", "--device", "cpu", "--allow-rejected")
+    allowed = harness("run", sample, "--mode", "test", "--device", "cpu", "--cases", one_case, "--allow-rejected")
     assert allowed.returncode == 0 and "rejected" in allowed.stdout
     (table,) = scoreboard.build_tables(records.load(tmp_path / "results" / "ledger.jsonl"))
     assert [(listed.status, listed.label) for listed in table.failing] == [("rejected", "tests/samples/bad/"
