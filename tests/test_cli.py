@@ -134,24 +134,28 @@ def test_unwritable_results_folder_is_one_plain_line(cli_env, tmp_path):
 
 @pytest.mark.slow
 def test_a_piped_run_prints_one_line_per_finished_case(tmp_path):
+    # --cases small: the default's three cases without its stress cases, which print no ": case " line
     done = harness("run", SAMPLES / "reference_call.py", SAMPLES / "wrong_output.py", "--device", "cpu",
-                   "--mode", "test")
+                   "--mode", "test", "--cases", "small")
     assert done.returncode == 1
     lines = [line for line in done.stderr.splitlines() if ": case " in line]
     assert [line.split(": case ")[1].split(" ")[0] for line in lines] == ["1/3", "2/3", "3/3"] * 2
     assert all(line.endswith(": pass") for line in lines[:3]) and "fail" in lines[3]
 
 
+HANG_LIMIT_S = 4  # waited out once by the test below
+
+
 @pytest.mark.slow
 def test_a_hanging_submission_costs_one_limit_not_one_per_case():
     started = time.monotonic()
-    done = harness("run", SAMPLES / "bad" / "hangs.py", "--device", "cpu", "--mode", "test", "--timeout", "10",
-                   "--json")
+    done = harness("run", SAMPLES / "bad" / "hangs.py", "--device", "cpu", "--mode", "test", "--timeout",
+                   HANG_LIMIT_S, "--json")
     elapsed = time.monotonic() - started
     (record,) = json.loads(done.stdout)
     assert [case["status"] for case in record["results"]] == ["timeout", "not run", "not run"]
     assert record["results"][1]["message"] == "not run: an earlier case timed out"
-    assert elapsed < 2 * 10 + 30, elapsed  # one limit plus start-up, not three limits
+    assert elapsed < 2 * HANG_LIMIT_S + 30, elapsed  # one limit plus start-up, not three limits
 
 
 def test_records_carry_the_git_commit_and_whether_the_checkout_was_dirty(cli_env):
