@@ -151,3 +151,19 @@ def test_without_the_ck_headers_the_torch_model_runs_and_says_why(tmp_path, monk
                      "3rdparty/composable_kernel/include/ck_tile/core.hpp is missing: aiter's metadata and reduce "
                      "sources include composable_kernel's ck_tile headers (the wheel's aiter_meta/3rdparty/"
                      "composable_kernel/include); unpack them beside csrc/)"]
+
+
+def test_intra_batch_mode_stays_on_the_torch_model_and_says_so(monkeypatch):
+    monkeypatch.setenv("HARNESS_AITER", "emulate")
+    build.take_lines()
+    qo = torch.arange(3, dtype=torch.int32)
+    kv = torch.tensor([0, 40, 100], dtype=torch.int32)
+    ptrs, indptr, works, reduce_indptr, final_map, partial_map = [
+        torch.zeros(shape if isinstance(shape, tuple) else (shape,), dtype=dtype) for shape, dtype in
+        metadata.get_mla_metadata_info_v1(2, 1, HEADS, fp8, fp8, False, False, 8, True)]
+    standin.get_mla_metadata_v1(qo, kv, torch.ones(2, dtype=torch.int32), HEADS, 1, True, ptrs, works, indptr,
+                                reduce_indptr, final_map, partial_map, max_seqlen_qo=1, uni_seqlen_qo=1,
+                                fast_mode=False, max_split_per_batch=8, intra_batch_mode=True)
+    assert int((works[:, 5] - works[:, 4]).sum()) == 100
+    assert build.take_lines() == ["aiter modelled in torch: get_mla_metadata_v1 (intra_batch_mode: amd-aiter's "
+                                  "metadata.cu has none)"]

@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+import pwd
 import sys
 import tempfile
 import time
@@ -238,19 +239,34 @@ def take_lines() -> list[str]:
     return lines
 
 
+def note_modelled(api: str, why: str) -> None:
+    if (api, why) not in _ran["modelled"]:
+        _ran["modelled"].append((api, why))
+
+
 def load_or_note(module: str, api: str):
     """The built module, or None after noting why it cannot be had here (the caller runs the torch model)."""
     try:
         return load(module)
     except (AiterBuildError, hip_toolchain.ToolchainMissing) as error:
-        if (api, str(error)) not in _ran["modelled"]:
-            _ran["modelled"].append((api, str(error)))
+        note_modelled(api, str(error))
         return None
+
+
+def _find_the_users_hip_cache() -> None:
+    """A run's child has its own XDG_CACHE_HOME and, unless its file uses HIP, no HARNESS_HIP_CACHE: point it
+    at the user's HIP cache (toolchain and prebuilt modules) as package.cache_root looks at the user's home."""
+    if os.environ.get("HARNESS_HIP_CACHE"):
+        return
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "amd-mixed-mla" / "hip"
+    if not (hip_toolchain.cache_root() / "rocm").is_dir() and (home / "rocm").is_dir():
+        os.environ["HARNESS_HIP_CACHE"] = str(home)
 
 
 def load(module: str):
     """The built module (built now, into a writable build folder, where none holds it), its launches emulated."""
     if module not in _loaded:
+        _find_the_users_hip_cache()
         from harness.emulator import launch_hip
         path = built(module)
         if path is None:
@@ -267,15 +283,29 @@ def load(module: str):
 
 
 @contextlib.contextmanager
-def numpy_path():
-    """These launches on the emulator's numpy path: its C fast path first translates every kernel of the code
-    object (72 in each module; measured 450-520 s at load 10), again after each translator change and in each
-    sandboxed child that cannot write the shared cache; these small kernels run in seconds without it."""
-    kept = os.environ.get(NATIVE_ENV)
+def emulated_call(**tensors):
+    """The module's launches inside: on the emulator's numpy path, and with the call's tensors as regions.
+
+    The C fast path first translates every kernel of the code object (72 in each module; measured 450-520 s
+    at load 10), again after each translator change and in each sandboxed child that cannot write the shared
+    cache; these small kernels run in seconds without it. Our runtime knows only tensors allocated after it
+    was installed, which may be after the caller made these."""
+    from harness.emulator import launch_hip
+    tracked, kept = launch_hip.host_memory, os.environ.get(NATIVE_ENV)
+
+    def memory():
+        regions = tracked()
+        for name, tensor in tensors.items():
+            if tensor is not None:
+                regions.add_tensor(tensor, f"{name} (aiter call argument)")
+        return regions
+
+    launch_hip.host_memory = memory
     os.environ[NATIVE_ENV] = "0"
     try:
         yield
     finally:
+        launch_hip.host_memory = tracked
         if kept is None:
             os.environ.pop(NATIVE_ENV, None)
         else:

@@ -65,7 +65,10 @@ def get_mla_metadata_v1(seqlens_qo_indptr, seqlens_kv_indptr, kv_last_page_lens,
     module = build.load_or_note(MODULE, "get_mla_metadata_v1")
     if module is None:
         return False
-    with build.numpy_path():
+    with build.emulated_call(seqlens_qo_indptr=seqlens_qo_indptr, seqlens_kv_indptr=seqlens_kv_indptr,
+                             work_metadata_ptrs=work_metadata_ptrs, work_info_set=work_info_set,
+                             work_indptr=work_indptr, reduce_indptr=reduce_indptr,
+                             reduce_final_map=reduce_final_map, reduce_partial_map=reduce_partial_map):
         launch_hip.checked(module.get_mla_metadata_v1)(
             seqlens_qo_indptr, seqlens_kv_indptr, num_heads_per_head_k, num_heads_k, is_causal,
             work_metadata_ptrs, work_info_set, work_indptr, reduce_indptr, reduce_final_map, reduce_partial_map,

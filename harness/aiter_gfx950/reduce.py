@@ -24,7 +24,9 @@ def mla_reduce_v1(partial_output, partial_lse, reduce_indptr, reduce_final_map, 
     module = build.load_or_note(MODULE, "mla_reduce_v1")
     if module is None:
         return False
-    with build.numpy_path():
+    with build.emulated_call(partial_output=partial_output, partial_lse=partial_lse, reduce_indptr=reduce_indptr,
+                             reduce_final_map=reduce_final_map, reduce_partial_map=reduce_partial_map,
+                             final_output=final_output, final_lse=final_lse):
         launch_hip.checked(module.mla_reduce_v1)(partial_output, partial_lse, reduce_indptr, reduce_final_map,
                                                  reduce_partial_map, final_output, final_lse)
     build.note_ran("mla_reduce_v1 (reduce.cu)")

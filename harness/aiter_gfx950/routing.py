@@ -9,7 +9,7 @@ the child takes them (take_lines) for the case's message.
 """
 import os
 
-from harness.aiter_gfx950 import package, races, stage1
+from harness.aiter_gfx950 import build, package, races, stage1
 from harness.emulator.errors import EmulationFault
 from harness.emulator import launch as emulator_launch
 
@@ -98,6 +98,7 @@ def take_lines() -> list[str]:
     lines = []
     if _seen["emulated"]:
         lines.append(emulated_line())
+    lines += build.take_lines()  # metadata and reduce from the wheel's sources (build.py), or why not
     objects = package.pinned()["code_objects"]
     for kernel in _seen["windows"]:
         pairs = _seen["pairs"][kernel]
