@@ -37,6 +37,8 @@ def test_a_shape_is_emulated_at_whole_tiles_within_the_row_budget():
 
 def test_the_requests_two_calls_are_halved_and_an_uneven_kernel_is_named():
     one, uneven = hip_launches.one_call(summary(64))
+    mangled, _ = hip_launches.launches([(64, {"_Z8k_kernelPKf": one["split_kernel"]})], 4, 64)
+    assert mangled[0].kernel == "k_kernel" and mangled[0].fit.kernel == "k_kernel"
     assert one["split_kernel"]["launches"] == 1 and one["split_kernel"]["counts"]["workgroups"] == 8
     assert one["split_kernel"]["counts"]["waves_per_workgroup"] == 4 and uneven == []
     _, uneven = hip_launches.one_call({"k": {"launches": 3, "counts": {"workgroups": 3}}})

@@ -11,8 +11,6 @@ runs the call twice (checked, then recorded) on one input: the emulator's counts
 """
 from __future__ import annotations
 
-import dataclasses
-
 from harness.estimate import executed
 from harness.estimate.calibration import Launch
 
@@ -66,7 +64,9 @@ def launches(calls: list, batch: int, kv: int) -> tuple[list, str]:
             return [], (f"its HIP kernels did not run at kv {length} on the gfx950 emulator (the file took "
                         "another path, e.g. a fallback after a failed build): a price of that path is not "
                         "its MI355X path")
-    longest_kv, longest = calls[-1]
+    calls = [(length, {readable(kernel): entry for kernel, entry in summary.items()})
+             for length, summary in calls]  # every line names a kernel as its source does
+    longest = calls[-1][1]
     fits = (executed.fit_calls([((batch, length), summary) for length, summary in calls], False)
             if len(calls) > 1 else None)
     found = []
@@ -75,8 +75,8 @@ def launches(calls: list, batch: int, kv: int) -> tuple[list, str]:
         programs = int(counts.get("workgroups", 0) // count)
         nbytes = _extrapolated(calls, kernel, kv)
         fit, why = _fit(kernel, entry, programs, fits)
-        found.append(Launch("hip", f"{readable(kernel)} ({programs} workgroups) {MARK}", count=count,
-                            bytes=nbytes, programs=programs, kernel=readable(kernel), fit=fit, unpriced=why))
+        found.append(Launch("hip", f"{kernel} ({programs} workgroups) {MARK}", count=count, bytes=nbytes,
+                            programs=programs, kernel=kernel, fit=fit, unpriced=why))
     return found, ""
 
 
@@ -93,11 +93,10 @@ def _fit(kernel: str, entry: dict, programs: int, fits) -> tuple:
     """(ExecutedFit, "") of one kernel, or (None, why): from the fit over two lengths, or the one call's
     counts per wave as they are (the official shape itself)."""
     if fits is not None:
-        found = fits.fits.get(kernel)
-        return (dataclasses.replace(found, kernel=readable(kernel)) if found else None), fits.why_kernel.get(kernel, "")
+        return fits.fits.get(kernel), fits.why_kernel.get(kernel, "")
     waves = int(entry["counts"].get("waves_per_workgroup", 0))
     if not programs or not waves:
         return None, "the emulator gave no workgroups or waves for it"
     per_wave = {key: value / (programs * waves * entry["launches"]) for key, value in entry["counts"].items()
                 if key in executed.PRICED or key.startswith("mfma_by_name.")}
-    return executed.ExecutedFit(readable(kernel), "KV tile", waves, per_wave, {}, 1, 0.0), ""
+    return executed.ExecutedFit(kernel, "KV tile", waves, per_wave, {}, 1, 0.0), ""
