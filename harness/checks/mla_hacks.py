@@ -23,7 +23,7 @@ _GFX950 = re.compile(r"gfx950")
 
 
 def check(tree: ast.Module, text: str) -> list[Finding]:
-    assigned = _assignments(tree)
+    assigned, pointer_names = _assignments(tree), _pointer_names(tree)  # once a file: the checks below ask per node
     found, pointer_cache = [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -31,7 +31,7 @@ def check(tree: ast.Module, text: str) -> list[Finding]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             found += _fixed_q_scale(node)
         if isinstance(node, (ast.Subscript, ast.Compare, ast.Call)):
-            pointer_cache += _data_ptr_key(node, tree)
+            pointer_cache += _data_ptr_key(node, pointer_names)
     return found + sorted(pointer_cache, key=lambda f: f.line)[:1] + _fnuz(text)  # one data_ptr finding is enough
 
 
@@ -139,16 +139,17 @@ def _sm_scale(node: ast.Call, assigned: dict) -> list[Finding]:
                     "config[\"sm_scale\"] so the kernel follows the task's scale", False)]
 
 
-def _has_data_ptr(node: ast.AST, tree: ast.Module) -> bool:
-    """A .data_ptr() call inside node, directly or through a name assigned from one."""
+def _has_data_ptr(node: ast.AST) -> bool:
+    """A .data_ptr() call inside node."""
     for inner in ast.walk(node):
         if isinstance(inner, ast.Call) and _called(inner) == "data_ptr":
             return True
     return False
 
 
-def _data_ptr_key(node: ast.AST, tree: ast.Module) -> list[Finding]:
-    """x[key], key in x, x.get(key) / setdefault(key) where key holds a data_ptr()."""
+def _data_ptr_key(node: ast.AST, pointer_names: set[str]) -> list[Finding]:
+    """x[key], key in x, x.get(key) / setdefault(key) where key holds a data_ptr(), directly or through a name
+    assigned from one (pointer_names)."""
     if isinstance(node, ast.Subscript):
         keys = [node.slice]
     elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
@@ -157,9 +158,8 @@ def _data_ptr_key(node: ast.AST, tree: ast.Module) -> list[Finding]:
         keys = [node.args[0]]
     else:
         return []
-    pointer_names = _pointer_names(tree)
     for key in keys:
-        if _has_data_ptr(key, tree) or any(isinstance(n, ast.Name) and n.id in pointer_names for n in ast.walk(key)):
+        if _has_data_ptr(key) or any(isinstance(n, ast.Name) and n.id in pointer_names for n in ast.walk(key)):
             return [Finding("MLA_DATA_PTR_CACHE", node.lineno, "a cache looked up by data_ptr(): a new input at a "
                             "reused address gets the old entry (leaderboard mode's fresh inputs expose it); key "
                             "caches on shapes, and recompute what depends on the data", True)]
@@ -169,7 +169,7 @@ def _data_ptr_key(node: ast.AST, tree: ast.Module) -> list[Finding]:
 def _pointer_names(tree: ast.Module) -> set[str]:
     names = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and _has_data_ptr(node.value, tree):
+        if isinstance(node, ast.Assign) and _has_data_ptr(node.value):
             names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     return names
 
