@@ -21,7 +21,13 @@ import zipfile
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "code_objects.json"
-KEPT = ("aiter_meta/hsa/gfx950/mla/", "aiter_meta/csrc/")
+# What we read: the code objects, the sources build.py compiles (with the
+# composable_kernel headers they include), and attention.py, whose sizes
+# tests/test_aiter_gfx950_metadata.py checks ours against.
+KEPT = ("aiter_meta/hsa/gfx950/mla/", "aiter_meta/csrc/",
+        "aiter_meta/3rdparty/composable_kernel/include/",
+        "aiter_meta/3rdparty/composable_kernel/library/include/",
+        "aiter/ops/attention.py")
 HOW_TO_GET = "run `make setup` (it unpacks the pinned amd-aiter wheel's code objects into the cache)"
 
 
@@ -45,16 +51,26 @@ def cache_root() -> Path:
         return Path(os.environ["HARNESS_AITER_CACHE"])
     bases = [os.environ.get("XDG_CACHE_HOME"), str(Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache")]
     roots = [Path(base) / "amd-mixed-mla" / "amd-aiter" / version() for base in bases if base]
-    return next((root for root in roots if _marker(root).is_file()), roots[0])
+    return next((root for root in roots if _complete(root)), roots[0])
 
 
 def _marker(root: Path) -> Path:
     return root / ".complete"
 
 
+def _stamp() -> str:
+    """The marker's text: the wheel and what was kept (a changed KEPT unpacks again)."""
+    return pinned()["package"]["wheel_sha256"] + "\n" + "\n".join(KEPT) + "\n"
+
+
+def _complete(root: Path) -> bool:
+    marker = _marker(root)
+    return marker.is_file() and marker.read_text(encoding="utf-8") == _stamp()
+
+
 def missing() -> str | None:
     """Why the unpacked wheel cannot be used here, or None."""
-    if not _marker(cache_root()).is_file():
+    if not _complete(cache_root()):
         return f"amd-aiter {version()} is not unpacked in {cache_root()}: {HOW_TO_GET}"
     return None
 
@@ -85,7 +101,7 @@ def _download(folder: str, say) -> tuple[Path | None, str | None]:
     """pip download of the pinned wheel into folder: (its path, None) or (None, why not)."""
     package = pinned()["package"]
     requirement = f"{package['name']}=={package['version']}"
-    say(f"pip download --no-deps {requirement} ({package['wheel']}, about 40 MB; kept: code objects, csrc)")
+    say(f"pip download --no-deps {requirement} ({package['wheel']}, about 40 MB; kept: code objects, sources, CK headers)")
     result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
                              "--only-binary", ":all:", requirement, "-d", folder],
                             capture_output=True, text=True)
@@ -115,7 +131,7 @@ def _unpack(wheel: Path, root: Path) -> str | None:
 def setup(say=print, wheel: Path | None = None) -> list[str]:
     """Unpack the pinned wheel (downloaded unless given); returns what could not be done."""
     root = cache_root()
-    if _marker(root).is_file():
+    if _complete(root):
         return []
     with tempfile.TemporaryDirectory() as folder:
         problem = None
@@ -124,7 +140,7 @@ def setup(say=print, wheel: Path | None = None) -> list[str]:
         problem = problem or _unpack(wheel, root)
         if problem:
             return [problem]
-    _marker(root).write_text(pinned()["package"]["wheel_sha256"] + "\n")
+    _marker(root).write_text(_stamp(), encoding="utf-8")
     return []
 
 
