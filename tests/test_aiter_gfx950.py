@@ -45,7 +45,7 @@ def test_a_changed_code_object_is_refused(tmp_path, monkeypatch):
     target = tmp_path / entry["package"]["path"]
     target.parent.mkdir(parents=True)
     target.write_bytes(package.code_object_path(name).read_bytes() + b"\0")
-    (tmp_path / ".complete").write_text("x\n")
+    (tmp_path / ".complete").write_text(package._stamp())
     monkeypatch.setenv("HARNESS_AITER_CACHE", str(tmp_path))
     with pytest.raises(package.PackageMissing, match="sha256"):
         package.code_object_path(name)
