@@ -48,14 +48,14 @@ class Replay:
             memory.add_array(array, label)
         return memory
 
-    def run(self, code=None):
-        """Runs it once (on the regions as they are now); returns the counts."""
+    def arguments(self, code=None) -> tuple:
+        """run_kernel's arguments for it, on the regions as they are now: run_kernel(*replay.arguments())
+        (launch imports this module, so the call is the caller's)."""
         from harness.emulator.code_object import load_code_object
-        from harness.emulator.launch import run_kernel
         launch = self.launch
         code = code or load_code_object(launch["blob"])
-        return run_kernel(code, launch["name"], launch["grid"], launch["block"], self.kernarg,
-                          launch["dynamic_lds"], memory=self.memory())
+        return (code, launch["name"], launch["grid"], launch["block"], self.kernarg,
+                launch["dynamic_lds"], self.memory())
 
 
 def load(path) -> Replay:
