@@ -11,8 +11,9 @@ from harness.results.records import EMULATOR_ARCH, EMULATOR_MARK
 from harness.submission import Submission
 
 AITER_STANDIN_MARK = "aiter stand-in: correctness only"  # in every table, record and note a stand-in run touches
-AITER_STANDIN = (f"{AITER_STANDIN_MARK} (AMD's aiter is not installed here: the harness's torch stand-in "
-                 "serves it; its times say nothing about MI355X)")
+AITER_STANDIN = (f"{AITER_STANDIN_MARK} (AMD's aiter is not installed here: the harness's stand-in serves "
+                 "`import aiter`; each case's warnings say whether its MLA kernels ran as aiter's own gfx950 code "
+                 "objects on the emulator or as a torch model; its times say nothing about MI355X)")
 OPTIONAL_AITER_STANDIN = ("aiter (optional): the harness's stand-in serves `import aiter` here, so the file's aiter "
                           "path runs where it imports it (correctness only)")
 EMULATOR_COVERS = ("HIP kernels run on the harness's gfx950 emulator (harness/emulator/README.md): scalar, vector, "
