@@ -131,9 +131,10 @@ def test_a_schedule_past_its_buffer_is_refused(built_module, monkeypatch):
     assert build.take_lines()[0].startswith("aiter emulated (gfx950; amd-aiter 0.1.7.post2.dev18 sources")
 
 
-def test_without_the_ck_headers_the_torch_model_runs_and_says_why(tmp_path, monkeypatch):
-    """A wheel unpacked without composable_kernel's headers cannot build metadata.cu: the stand-in's torch
-    schedule is written instead, and the case's line names the function and what stopped the build."""
+def test_an_unbuilt_module_runs_the_torch_model_and_a_build_without_ck_headers_names_them(tmp_path, monkeypatch):
+    """A call never builds (minutes, past a case's limit): without the built module the stand-in's torch schedule
+    is written and the case's line says `make setup` builds it; that build, from a wheel unpacked without
+    composable_kernel's headers, names the missing header."""
     monkeypatch.setenv("HARNESS_AITER", "emulate")
     monkeypatch.setattr(package, "cache_root", lambda: tmp_path)
     monkeypatch.setattr(package, "missing", lambda: None)
@@ -146,11 +147,13 @@ def test_without_the_ck_headers_the_torch_model_runs_and_says_why(tmp_path, monk
                                 reduce_indptr, final_map, partial_map, max_seqlen_qo=1, uni_seqlen_qo=1)
     rows = works[:int(indptr[-1])]
     assert int((rows[:, 5] - rows[:, 4]).sum()) == 100
-    lines = build.take_lines()
-    assert lines == [f"aiter modelled in torch: get_mla_metadata_v1 ({tmp_path}/aiter_meta/"
-                     "3rdparty/composable_kernel/include/ck_tile/core.hpp is missing: aiter's metadata and reduce "
-                     "sources include composable_kernel's ck_tile headers (the wheel's aiter_meta/3rdparty/"
-                     "composable_kernel/include); unpack them beside csrc/)"]
+    assert build.take_lines() == ["aiter modelled in torch: get_mla_metadata_v1 (module_mla_metadata is not built "
+                                  "here yet (`make setup` builds it from amd-aiter's sources once, minutes: "
+                                  "python -m harness.aiter_gfx950.build))"]
+    problems = build.prebuild()
+    missing = (f"{tmp_path}/aiter_meta/3rdparty/composable_kernel/include/ck_tile/core.hpp is missing: aiter's "
+               "metadata and reduce sources include composable_kernel's ck_tile headers")
+    assert len(problems) == len(build.MODULES) and all(missing in line for line in problems)
 
 
 def test_intra_batch_mode_stays_on_the_torch_model_and_says_so(monkeypatch):

@@ -245,7 +245,13 @@ def note_modelled(api: str, why: str) -> None:
 
 
 def load_or_note(module: str, api: str):
-    """The built module, or None after noting why it cannot be had here (the caller runs the torch model)."""
+    """The built module, or None after noting why it cannot be had here (the caller runs the torch model).
+    A call never builds: that takes minutes, past a case's limit; `make setup` builds them once."""
+    _find_the_users_hip_cache()
+    if module not in _loaded and built(module) is None:
+        note_modelled(api, f"{module} is not built here yet (`make setup` builds it from amd-aiter's "
+                           "sources once, minutes: python -m harness.aiter_gfx950.build)")
+        return None
     try:
         return load(module)
     except (AiterBuildError, hip_toolchain.ToolchainMissing) as error:
@@ -318,6 +324,8 @@ def prebuild() -> list[str]:
     problems = []
     for module in MODULES:
         if built(module) is None:
+            print(f"[aiter gfx950] building {module} from amd-aiter {package.version()}'s sources "
+                  "(once; minutes)", flush=True)
             try:
                 build(module, folder)
             except (library.BuildError, AiterBuildError, hip_toolchain.ToolchainMissing) as error:
@@ -326,5 +334,5 @@ def prebuild() -> list[str]:
 
 
 if __name__ == "__main__":
-    for line in prebuild() or ["aiter gfx950 modules built"]:
+    for line in prebuild() or ["aiter gfx950 modules ready"]:
         print(f"[aiter gfx950] {line}")

@@ -11,7 +11,7 @@ from harness.aiter_standin.dtypes import bf16, fp32, fp8
 from harness.aiter_standin.errors import StandInRefusal
 from harness.aiter_standin.kernels import pick
 from harness.aiter_standin.metadata import RUNNER_CU_COUNT
-from harness.aiter_standin.mla import _check_stage1, _decode_entry, _reduce, _stage1
+from harness.aiter_standin.mla import _check_stage1, _decode_entry, _stage1, reduce_routed
 
 _FP8_MIN_BLOCK_N = {16: 128, 32: 128, 48: 64, 64: 64, 128: 32, 256: 32, 384: 32, 512: 32}
 _SPLIT_OVERHEAD = 84.1  # aiter's cost model for a split, in KV rows
@@ -79,7 +79,8 @@ def mla_decode_fwd(q, kv_buffer, o, qo_indptr, kv_indptr, kv_indices, kv_last_pa
     spans, _ = _stage1(kernel, q, kv_buffer, qo_indptr, kv_indptr, kv_indices, kv_last_page_lens, None,
                        work_meta_data, work_indptr, work_info_set, max_seqlen_q, sm_scale, logits, attn_lse, o,
                        q_scale, kv_scale)
-    partial_rows = _reduce(logits, attn_lse, reduce_indptr, reduce_final_map, reduce_partial_map, max_seqlen_q, o)
+    partial_rows = reduce_routed(logits, attn_lse, reduce_indptr, reduce_final_map, reduce_partial_map,
+                                 max_seqlen_q, o, final_lse)
     written = journal.tensor_bytes(o) + 2 * partial_rows * nhead * (v_head_dim + 1) * 4
     journal.note(_decode_entry("aiter.mla.mla_decode_fwd", kernel, q, kv_buffer, kv_indptr, spans, True, page_size,
                                num_kv_splits, launches=2, written=written))

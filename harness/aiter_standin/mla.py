@@ -201,17 +201,23 @@ def mla_decode_stage1_asm_fwd(Q, KV, qo_indptr, kv_indptr, kv_page_indices, kv_l
                                written=journal.tensor_bytes(splitData, splitLse)))
 
 
-def mla_reduce_v1(partial_output, partial_lse, reduce_indptr, reduce_final_map, reduce_partial_map, max_seqlen_q,
-                  final_output, final_lse=None) -> None:
+def reduce_routed(partial_output, partial_lse, reduce_indptr, reduce_final_map, reduce_partial_map,
+                  max_seqlen_q, final_output, final_lse=None) -> int:
+    """The split reduce where it runs here (aiter's kernel emulated, else torch); returns the partial rows read."""
     from harness.aiter_gfx950 import reduce as emulated
     if routing.mode() == "emulate" and emulated.mla_reduce_v1(  # aiter's own kernel on the gfx950 emulator
             partial_output, partial_lse, reduce_indptr, reduce_final_map, reduce_partial_map, max_seqlen_q,
             final_output, final_lse):
         counts = (reduce_indptr[1:] - reduce_indptr[:-1]).to(torch.int64)
-        rows = int(counts[counts > 1].sum()) * max(1, max_seqlen_q)  # tiles of one split are left alone
-    else:
-        rows = _reduce(partial_output, partial_lse, reduce_indptr, reduce_final_map, reduce_partial_map,
-                       max_seqlen_q, final_output)
+        return int(counts[counts > 1].sum()) * max(1, max_seqlen_q)  # tiles of one split are left alone
+    return _reduce(partial_output, partial_lse, reduce_indptr, reduce_final_map, reduce_partial_map,
+                   max_seqlen_q, final_output)
+
+
+def mla_reduce_v1(partial_output, partial_lse, reduce_indptr, reduce_final_map, reduce_partial_map, max_seqlen_q,
+                  final_output, final_lse=None) -> None:
+    rows = reduce_routed(partial_output, partial_lse, reduce_indptr, reduce_final_map, reduce_partial_map,
+                         max_seqlen_q, final_output, final_lse)
     heads, v_dim = partial_output.shape[-2], partial_output.shape[-1]
     journal.note(journal.entry("aiter.mla_reduce_v1", "mla_reduce_v1", bytes_read=rows * heads * (v_dim + 1) * 4,
                                bytes_written=journal.tensor_bytes(final_output), total_q=final_output.shape[0]))
