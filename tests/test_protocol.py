@@ -87,6 +87,7 @@ def test_the_secret_seed_never_reaches_the_submission(tmp_path, monkeypatch):
     assert run.status == "rejected" and "EVALUATOR_MODE_BRANCH" in run.reason  # reading it is refused by the server
 
 
+@pytest.mark.slow
 def test_caching_by_input_passes_benchmark_mode_and_fails_leaderboard_mode(tmp_path):
     bench = evaluate("cache_by_shape.py", "benchmark", [TINY, TINY_2], tmp_path)
     assert [r.status for r in bench.results] == ["pass", "pass"]
