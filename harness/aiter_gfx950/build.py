@@ -289,6 +289,20 @@ def load(module: str):
 
 
 @contextlib.contextmanager
+def on_the_numpy_path():
+    """The emulator's numpy executors inside, whatever $HARNESS_EMULATOR_NATIVE said before."""
+    kept = os.environ.get(NATIVE_ENV)
+    os.environ[NATIVE_ENV] = "0"
+    try:
+        yield
+    finally:
+        if kept is None:
+            os.environ.pop(NATIVE_ENV, None)
+        else:
+            os.environ[NATIVE_ENV] = kept
+
+
+@contextlib.contextmanager
 def emulated_call(**tensors):
     """The module's launches inside: on the emulator's numpy path, and with the call's tensors as regions.
 
@@ -297,7 +311,7 @@ def emulated_call(**tensors):
     cache; these small kernels run in seconds without it. Our runtime knows only tensors allocated after it
     was installed, which may be after the caller made these."""
     from harness.emulator import launch_hip
-    tracked, kept = launch_hip.host_memory, os.environ.get(NATIVE_ENV)
+    tracked = launch_hip.host_memory
 
     def memory():
         regions = tracked()
@@ -307,15 +321,11 @@ def emulated_call(**tensors):
         return regions
 
     launch_hip.host_memory = memory
-    os.environ[NATIVE_ENV] = "0"
     try:
-        yield
+        with on_the_numpy_path():
+            yield
     finally:
         launch_hip.host_memory = tracked
-        if kept is None:
-            os.environ.pop(NATIVE_ENV, None)
-        else:
-            os.environ[NATIVE_ENV] = kept
 
 
 def prebuild() -> list[str]:

@@ -15,7 +15,6 @@ from harness.emulator import launch as emulator_launch
 
 ENV = "HARNESS_AITER"
 QUANTUM = 1  # waves of a workgroup in lockstep: the kernels' LDS windows need waves that keep pace
-NATIVE_ENV = "HARNESS_EMULATOR_NATIVE"  # the emulator's C fast path (harness/emulator/native/)
 MODELLED = "aiter modelled in torch (the harness's stand-in: correctness only)"
 _seen: dict = {"emulated": [], "modelled": [], "not covered": [], "risks": [], "windows": [],
                "pairs": {}}
@@ -55,12 +54,12 @@ def _note(kind: str, value: str) -> None:
 def run_stage1(kernel: str, *args, **kwargs) -> None:
     """stage1.run at the lockstep quantum; a race stops the call naming the kernel and both instructions."""
     entry = package.pinned()["code_objects"][kernel]
-    kept, native = emulator_launch.WAVE_QUANTUM, os.environ.get(NATIVE_ENV)
+    kept = emulator_launch.WAVE_QUANTUM
     emulator_launch.WAVE_QUANTUM = QUANTUM
     # the numpy executors: at lockstep faster than the C path (6 s vs 12 s), and races.py sees every access
-    os.environ[NATIVE_ENV] = "0"
     try:
-        launch = stage1.run(kernel, *args, let_through=entry.get("lds_races_let_through"), **kwargs)
+        with build.on_the_numpy_path():
+            launch = stage1.run(kernel, *args, let_through=entry.get("lds_races_let_through"), **kwargs)
     except EmulationFault as fault:
         fault.message = (f"aiter's {kernel}.co (amd-aiter {package.version()}, emulated on gfx950): "
                          f"{fault.message}")
@@ -68,10 +67,6 @@ def run_stage1(kernel: str, *args, **kwargs) -> None:
         raise
     finally:
         emulator_launch.WAVE_QUANTUM = kept
-        if native is None:
-            os.environ.pop(NATIVE_ENV, None)
-        else:
-            os.environ[NATIVE_ENV] = native
     _note("emulated", kernel)
     if launch.windows:
         _note("windows", kernel)
