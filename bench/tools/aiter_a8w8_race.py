@@ -30,7 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.aiter_gfx950 import package, routing  # noqa: E402
+from harness.aiter_gfx950 import package, routing, stage1  # noqa: E402
 from harness.aiter_standin import decode  # noqa: E402
 from harness.aiter_standin import metadata as standin_metadata  # noqa: E402
 from harness.emulator.errors import EmulationFault  # noqa: E402
@@ -83,11 +83,11 @@ def main(argv=None) -> int:
     p.add_argument("--splits", type=int, default=None, help="num_kv_splits (or splits per sequence for _ps)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--mode", choices=("first", "all"), default="first")
-    p.add_argument("--quantum", type=int, default=routing.QUANTUM)
+    p.add_argument("--quantum", type=int, default=stage1.QUANTUM)
     options = p.parse_args(argv)
     variant, persistent = KERNELS[options.kernel]
     args = decode_arguments(options.batch, options.kv, options.seed, variant, persistent, options.splits)
-    routing.QUANTUM = options.quantum
+    stage1.QUANTUM = options.quantum
     if options.mode == "all":  # every code object lets its races through, named
         objects = package.pinned()["code_objects"]
         for entry in objects.values():

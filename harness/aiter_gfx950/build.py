@@ -34,6 +34,7 @@ from harness.aiter_gfx950 import package
 from harness.compile.hip import build as hip_build
 from harness.compile.hip import toolchain as hip_toolchain
 from harness.emulator.hip_runtime import bundle, extension, library
+from harness.emulator.native.program import ENV as NATIVE_ENV
 
 RECIPE = "1"  # bump when a step below changes
 # module -> (kernel unit, pybind unit), under the wheel's aiter_meta/csrc/
@@ -61,7 +62,6 @@ AITER_DEVICE_FLAGS = [
 # core.py's include folders, under aiter_meta/
 INCLUDES = ("csrc/include", "csrc/include/torch", "3rdparty/composable_kernel/include",
             "3rdparty/composable_kernel/library/include")
-NATIVE_ENV = "HARNESS_EMULATOR_NATIVE"  # harness/emulator/native/program.py's switch
 GUARD_HEADER = "ATen/hip/impl/HIPGuardImplMasqueradingAsCUDA.h"
 HOST_SHIMS = {
     # torch's guard, renamed, then one that sets nothing on the CPU device our tensors live on

@@ -10,6 +10,7 @@ fails set-up, it says what it could not do.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ class PackageMissing(RuntimeError):
     """The unpacked wheel is not there; the message says how to get it."""
 
 
+@functools.cache  # read on every aiter call (routing.mode), never written at run time
 def pinned() -> dict:
     """code_objects.json: the wheel's name, version and sha256, and every code object we use."""
     return json.loads(DATA.read_text(encoding="utf-8"))

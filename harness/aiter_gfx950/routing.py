@@ -11,10 +11,8 @@ import os
 
 from harness.aiter_gfx950 import build, package, races, stage1
 from harness.emulator.errors import EmulationFault
-from harness.emulator import launch as emulator_launch
 
 ENV = "HARNESS_AITER"
-QUANTUM = 1  # waves of a workgroup in lockstep: the kernels' LDS windows need waves that keep pace
 MODELLED = "aiter modelled in torch (the harness's stand-in: correctness only)"
 _seen: dict = {"emulated": [], "modelled": [], "not covered": [], "risks": [], "windows": [],
                "pairs": {}}
@@ -52,21 +50,15 @@ def _note(kind: str, value: str) -> None:
 
 
 def run_stage1(kernel: str, *args, **kwargs) -> None:
-    """stage1.run at the lockstep quantum; a race stops the call naming the kernel and both instructions."""
+    """stage1.run; a race stops the call naming the kernel and both instructions."""
     entry = package.pinned()["code_objects"][kernel]
-    kept = emulator_launch.WAVE_QUANTUM
-    emulator_launch.WAVE_QUANTUM = QUANTUM
-    # the numpy executors: at lockstep faster than the C path (6 s vs 12 s), and races.py sees every access
     try:
-        with build.on_the_numpy_path():
-            launch = stage1.run(kernel, *args, let_through=entry.get("lds_races_let_through"), **kwargs)
+        launch = stage1.run(kernel, *args, let_through=entry.get("lds_races_let_through"), **kwargs)
     except EmulationFault as fault:
         fault.message = (f"aiter's {kernel}.co (amd-aiter {package.version()}, emulated on gfx950): "
                          f"{fault.message}")
         fault.args = (fault.describe(),)
         raise
-    finally:
-        emulator_launch.WAVE_QUANTUM = kept
     _note("emulated", kernel)
     if launch.windows:
         _note("windows", kernel)

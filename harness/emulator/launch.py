@@ -34,9 +34,9 @@ HIDDEN_U16 = ("hidden_group_size_x", "hidden_group_size_y", "hidden_group_size_z
 
 
 class Launch:
-    def __init__(self, code, info, grid, block, memory, lds_size):
+    def __init__(self, code, info, grid, block, memory, lds_size, quantum):
         self.code, self.info, self.grid, self.block = code, info, grid, block
-        self.memory, self.lds_size = memory, lds_size
+        self.memory, self.lds_size, self.quantum = memory, lds_size, quantum
         if code.__dict__.get("_executors") is None:
             code.__dict__["_executors"] = Executors(code.program)
         self.executors = code.__dict__["_executors"]
@@ -127,7 +127,7 @@ class Workgroup:
                 if wave.done or wave.at_barrier:
                     continue
                 before = wave.progress
-                used += (runner.run_wave if self.launch.native else run_wave)(self.launch, wave, WAVE_QUANTUM)
+                used += (runner.run_wave if self.launch.native else run_wave)(self.launch, wave, self.launch.quantum)
                 progress += wave.progress - before + wave.done
             waiting = [w for w in self.waves if not w.done]
             if waiting and all(w.at_barrier for w in waiting):
@@ -195,7 +195,10 @@ def split64(value: int) -> list[int]:
 
 
 def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic_lds: int = 0,
-               memory: HostMemory | None = None) -> LaunchCounts:
+               memory: HostMemory | None = None, quantum: int = WAVE_QUANTUM,
+               native: bool = True) -> LaunchCounts:
+    """quantum: wave instructions a wave runs before the next wave of its workgroup (1: lockstep);
+    native: the C fast path where it is on and builds (else the numpy executors alone)."""
     info = code.kernels.get(name) or code.kernels.get(name.removesuffix(".kd"))
     if info is None:
         raise KeyError(f"no kernel {name} in the code object ({sorted(code.kernels)})")
@@ -215,10 +218,10 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
         memory.add_array(array, label)
     if os.environ.get(capture.ENV):
         capture.save(code, name, grid, block, kernarg, dynamic_lds, memory)
-    launch = Launch(code, info, grid, block, memory, max(lds_size, 4))
-    native = native_program(code)
-    if native is not None:
-        launch.native = runner.LaunchState(native, memory, len(launch.instructions), launch.executors,
+    launch = Launch(code, info, grid, block, memory, max(lds_size, 4), quantum)
+    program = native_program(code) if native else None
+    if program is not None:
+        launch.native = runner.LaunchState(program, memory, len(launch.instructions), launch.executors,
                                            run_wave)
     setup = (initial_sgprs(info, packet.ctypes.data, queue.ctypes.data, segment.ctypes.data, segment), None)
     counts = LaunchCounts(info.name, grid, block, launch.waves_per_group, grid[0] * grid[1] * grid[2])
