@@ -311,21 +311,8 @@ def emulated_call(**tensors):
     cache; these small kernels run in seconds without it. Our runtime knows only tensors allocated after it
     was installed, which may be after the caller made these."""
     from harness.emulator import launch_hip
-    tracked = launch_hip.host_memory
-
-    def memory():
-        regions = tracked()
-        for name, tensor in tensors.items():
-            if tensor is not None:
-                regions.add_tensor(tensor, f"{name} (aiter call argument)")
-        return regions
-
-    launch_hip.host_memory = memory
-    try:
-        with on_the_numpy_path():
-            yield
-    finally:
-        launch_hip.host_memory = tracked
+    with launch_hip.regions(tensors, "aiter call argument"), on_the_numpy_path():
+        yield
 
 
 def prebuild() -> list[str]:

@@ -10,6 +10,7 @@ calls run_kernel. A NotEmulated or EmulationFault is kept: the runtime
 throws into the host code, and `checked()` raises the kept one after the
 submission's call, whatever the submission did with the C++ error.
 """
+import contextlib
 import ctypes
 import dataclasses
 import os
@@ -28,6 +29,7 @@ _EXPLICIT = {"by_value", "global_buffer", "dynamic_shared_pointer",
 _state = {"library": None, "hook": None, "fault": None, "runner": None}
 _codes: dict = {}  # bundle address -> CodeObject
 _launches: list = []  # one dict per launch since the last summary
+_call_regions: list = []  # (tensor, name) a caller hands its launches beyond the tracked blocks
 
 
 def requested() -> bool:
@@ -85,13 +87,28 @@ def kernarg_bytes(info, args, grid, block, shared: int) -> bytes:
 
 
 def host_memory():
-    """Every live tensor storage and hipMalloc block, named."""
+    """Every live tensor storage and hipMalloc block, named, and the caller's regions."""
     from harness.emulator.memory import HostMemory
     memory = HostMemory()
     for address, size, kind in library.live_blocks(_state["library"]):
         memory.add_region(address, size, f"{kind} at 0x{address:x} "
                           f"({size} bytes)")
+    for tensor, name in _call_regions:
+        memory.add_tensor(tensor, name)
     return memory
+
+
+@contextlib.contextmanager
+def regions(tensors: dict, label: str):
+    """Launches inside also see these tensors: the runtime tracks only
+    storages allocated after it was installed."""
+    kept = list(_call_regions)
+    _call_regions.extend((tensor, f"{name} ({label})")
+                         for name, tensor in tensors.items() if tensor is not None)
+    try:
+        yield
+    finally:
+        _call_regions[:] = kept
 
 
 def _counts(counts) -> dict:
