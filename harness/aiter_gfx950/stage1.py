@@ -54,9 +54,10 @@ def _memory(tensors: dict) -> HostMemory:
 def run(kernel: str, Q, KV, qo_indptr, kv_indptr, kv_page_indices, kv_last_page_lens,
         num_kv_splits_indptr, work_meta_data, work_indptr, work_info_set, max_seqlen_q,
         softmax_scale, splitData, splitLse, output, q_scale=None, kv_scale=None,
-        let_through: str | None = None) -> Launch:
+        let_through: str | None = None, **launch_options) -> Launch:
     """Launch `kernel` on the emulator; the results land in the caller's tensors. An LDS race
-    stops it, unless `let_through` says why not (the pairs are then in Launch.windows)."""
+    stops it, unless `let_through` says why not (the pairs are then in Launch.windows).
+    launch_options go to run_kernel as they are (the timing model's traces ask through them)."""
     entry = package.pinned()["code_objects"][kernel]
     persistent = num_kv_splits_indptr is None
     tensors = {"Q": Q, "KV": KV, "qo_indptr": qo_indptr, "kv_indptr": kv_indptr,
@@ -83,5 +84,6 @@ def run(kernel: str, Q, KV, qo_indptr, kv_indptr, kv_page_indices, kv_last_page_
     with races.named_pairs(let_through) as windows:
         # the numpy executors: at lockstep faster than the C path (6 s vs 12 s), and races.py sees every access
         counts = run_kernel(_code(kernel), entry["symbol"], grid, kernargs.BLOCK, kernargs.pack(fields),
-                            memory=_memory(tensors), quantum=QUANTUM, native=False)
+                            memory=_memory(tensors), quantum=QUANTUM, native=False,
+                            **launch_options)
     return Launch(kernel, grid, time.perf_counter() - started, counts, windows)

@@ -219,7 +219,7 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
     if os.environ.get(capture.ENV):
         capture.save(code, name, grid, block, kernarg, dynamic_lds, memory)
     launch = Launch(code, info, grid, block, memory, max(lds_size, 4), quantum)
-    program = native_program(code) if native else None
+    program = native_program(code, code.program.index_of[info.entry]) if native else None
     if program is not None:
         launch.native = runner.LaunchState(program, memory, len(launch.instructions), launch.executors,
                                            run_wave)

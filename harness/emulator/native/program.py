@@ -185,8 +185,9 @@ class NativeProgram:
         self.run.argtypes = [ctypes.POINTER(State), ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
 
 
-def native_program(code):
-    """The code object's NativeProgram (built once, kept on it), or None when off or unbuildable."""
+def native_program(code, entry: int | None = None):
+    """The code object's NativeProgram (built once, kept on it), or None when off or unbuildable.
+    entry: index of the launched kernel's first instruction (None: the whole code object)."""
     if not enabled():
         return None
     cached = code.__dict__.get("_native", False)
