@@ -54,6 +54,7 @@ class LaunchCounts:
     seconds: float = 0.0
     label: str = LABEL
     engine: str = "numpy executors"  # or "C fast path (numpy for the rest)": both check bounds and LDS races
+    trace: object = None  # a trace.LaunchTrace when run_kernel was asked for one
 
     @property
     def rate(self) -> float:

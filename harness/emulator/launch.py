@@ -4,13 +4,14 @@ workgroup spinning on another's flag lets that one run); no progress anywhere is
 import os
 import struct
 import time
+from pathlib import Path
 
 import numpy as np
 
 from .code_object import CodeObject, KernelInfo
 from .counts import LaunchCounts
 from .errors import EmulationFault, NotEmulated
-from .executor import Executors
+from .executor import Executors, build
 from .lds import LDS_BYTES, LDS
 from .native import capture, runner
 from .progress import Progress
@@ -19,6 +20,7 @@ from .memory import HostMemory
 from .operands import PRIVATE_APERTURE, SHARED_APERTURE
 from .scratch import Scratch
 from .sopp import BARRIER, END, YIELD
+from . import trace as tracing
 from .wave import LANES, Wave
 
 __all__ = ["run_kernel", "HostMemory", "NotEmulated", "EmulationFault", "LaunchCounts"]
@@ -49,6 +51,19 @@ class Launch:
         self.private_bytes = private_bytes(info)
         self.waves_started = 0
         self.native = None  # runner.LaunchState when the C fast path runs this launch
+        self.traced: set[tuple[int, int, int]] = set()  # workgroups whose waves record their steps
+        self.traces: dict[tuple[int, int, int], list[tracing.WaveTrace]] = {}
+        self.traced_hits = [0] * len(self.instructions)  # not used: their steps count them
+
+    def trace_table(self) -> list:
+        """The recording one-instruction table (kept on the program, as the executors are)."""
+        program = self.code.program
+        recorder = program.__dict__.get("_recorder")
+        if recorder is None:
+            recorder = tracing.Recorder(lambda i: build(program.instructions[i], program, i),
+                                        len(self.instructions))
+            program.__dict__["_recorder"] = recorder
+        return recorder.table
 
 
 def private_bytes(info: KernelInfo) -> int:
@@ -88,6 +103,9 @@ class Workgroup:
         self.lds = LDS(launch.lds_size, checked=launch.waves_per_group > 1)
         self.waves = [self.make_wave(k, setup) for k in range(launch.waves_per_group)]
         self.executed = 0
+        self.traced = group_id in launch.traced
+        for wave in self.waves if self.traced else ():
+            wave.steps, wave.lanes = [], []
 
     def make_wave(self, k, setup):
         launch, info = self.launch, self.launch.info
@@ -127,7 +145,7 @@ class Workgroup:
                 if wave.done or wave.at_barrier:
                     continue
                 before = wave.progress
-                used += (runner.run_wave if self.launch.native else run_wave)(self.launch, wave, self.launch.quantum)
+                used += self.step(wave)
                 progress += wave.progress - before + wave.done
             waiting = [w for w in self.waves if not w.done]
             if waiting and all(w.at_barrier for w in waiting):
@@ -138,11 +156,20 @@ class Workgroup:
         self.executed += used
         return progress, used
 
+    def step(self, wave) -> int:
+        """One turn of a wave: traced waves one instruction at a time on numpy, recording."""
+        launch = self.launch
+        if self.traced:
+            return run_wave(launch, wave, launch.quantum, launch.trace_table(), launch.traced_hits)
+        return (runner.run_wave if launch.native else run_wave)(launch, wave, launch.quantum)
 
-def run_wave(launch: Launch, w: Wave, budget: int, table=None) -> int:
+
+def run_wave(launch: Launch, w: Wave, budget: int, table=None, hits=None) -> int:
     """Runs wave w for up to `budget` table entries (`table`: the executors', blocks and all,
-    unless the C fast path passes its one-instruction table); returns the instructions run."""
-    table, hits = launch.executors.table if table is None else table, launch.hits
+    unless the C fast path or a trace passes a one-instruction table); returns the
+    instructions run. hits: where they are counted (the launch's unless given)."""
+    table = launch.executors.table if table is None else table
+    hits = launch.hits if hits is None else hits
     i, n = w.pc, 0
     try:
         for n in range(1, budget + 1):  # n: instructions run, counted by the loop itself
@@ -196,9 +223,11 @@ def split64(value: int) -> list[int]:
 
 def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic_lds: int = 0,
                memory: HostMemory | None = None, quantum: int = WAVE_QUANTUM,
-               native: bool = True) -> LaunchCounts:
+               native: bool = True, trace: tracing.TraceRequest | None = None) -> LaunchCounts:
     """quantum: wave instructions a wave runs before the next wave of its workgroup (1: lockstep);
-    native: the C fast path where it is on and builds (else the numpy executors alone)."""
+    native: the C fast path where it is on and builds (else the numpy executors alone);
+    trace: workgroups whose waves record each step (counts.trace), on numpy one instruction
+    at a time; $HARNESS_EMULATOR_TRACE asks for representative ones and saves them there."""
     info = code.kernels.get(name) or code.kernels.get(name.removesuffix(".kd"))
     if info is None:
         raise KeyError(f"no kernel {name} in the code object ({sorted(code.kernels)})")
@@ -219,6 +248,11 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
     if os.environ.get(capture.ENV):
         capture.save(code, name, grid, block, kernarg, dynamic_lds, memory)
     launch = Launch(code, info, grid, block, memory, max(lds_size, 4), quantum)
+    trace_folder = os.environ.get(tracing.ENV)
+    if trace is None and trace_folder:
+        trace = tracing.TraceRequest()
+    if trace is not None:
+        launch.traced = set(trace.chosen(grid))
     program = native_program(code, code.program.index_of[info.entry]) if native else None
     if program is not None:
         launch.native = runner.LaunchState(program, memory, len(launch.instructions), launch.executors,
@@ -230,7 +264,7 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
     started = time.perf_counter()
     try:
         with np.errstate(all="ignore"):
-            schedule(launch, grid, setup)
+            schedule(launch, grid, setup, trace is not None and trace.only_traced)
     finally:
         for array, _ in owned:
             memory.remove_region(array.ctypes.data)
@@ -238,13 +272,39 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
         launch.executors.spread_hits(launch.hits)
         if launch.native is not None:
             launch.native.finish(launch.hits, launch.bytes_moved)
+        add_traced_hits(launch)
         counts.add_hits(launch.instructions, launch.hits)
         counts.bytes = dict(launch.bytes_moved)
+    if trace is not None:
+        counts.trace = launch_trace(launch, lds_size, trace.only_traced)
+        if trace_folder:
+            tracing.save_to_folder(counts.trace, Path(trace_folder))
     return counts
 
 
-def schedule(launch: Launch, grid, setup) -> None:
+def add_traced_hits(launch: Launch) -> None:
+    """The traced waves' steps, each a hit (their table counted into traced_hits only)."""
+    for waves in launch.traces.values():
+        for wave in waves:
+            for index, count in enumerate(np.bincount(wave.steps, minlength=len(launch.hits)).tolist()):
+                if count:
+                    launch.hits[index] += count
+
+
+def launch_trace(launch: Launch, lds_size: int, only_traced: bool) -> tracing.LaunchTrace:
+    info = launch.info
+    resources = tracing.KernelResources(info.vgpr_count, info.agpr_count, info.sgpr_count, lds_size,
+                                        launch.waves_per_group, launch.private_bytes)
+    listing = [(ins.mnemonic, ins.text[len(ins.mnemonic):].strip()) for ins in launch.instructions]
+    return tracing.LaunchTrace(info.name, launch.grid, launch.block, resources, listing,
+                               dict(launch.traces), only_traced)
+
+
+def schedule(launch: Launch, grid, setup, only_traced: bool = False) -> None:
+    """only_traced: the traced workgroups alone run (launch.traced)."""
     pending = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+    if only_traced:
+        pending = [group for group in pending if group in launch.traced]
     pending.reverse()
     path = "C fast path" if launch.native is not None else "numpy executors"  # counts.engine
     progress_line = Progress(launch.info.name, len(pending), path)
@@ -261,10 +321,14 @@ def schedule(launch: Launch, grid, setup) -> None:
             quiet = 0 if progress else quiet + used
             if group.done:
                 active.remove(group)
+                if group.traced:
+                    launch.traces[group.id] = [tracing.wave_trace(w) for w in group.waves]
                 progress_line.finished(group)
         if quiet > HANG_LIMIT and (not pending or len(active) >= MAX_RESIDENT):
             stuck = active[0].waves[0]
             ins = launch.instructions[stuck.pc]
+            why = ("only the traced workgroups ran: one may wait on a workgroup that did not"
+                   if only_traced else "a spin on a value no workgroup writes?")
             raise EmulationFault("hang", f"{len(active)} workgroups made no progress for {quiet} wave "
-                                 "instructions (a spin on a value no workgroup writes?)",
+                                 f"instructions ({why})",
                                  launch.info.name, ins.mnemonic, f"0x{ins.pc:x}", ins.source_line)

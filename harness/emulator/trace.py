@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .wave import EXEC
+
 FORMAT = 1  # bump when a field changes meaning; load() refuses other formats
 
 
@@ -70,3 +72,69 @@ def load(path: Path) -> LaunchTrace:
             wave = WaveTrace(saved[f"w{n}_steps"], saved[f"w{n}_lanes"])
             trace.workgroups.setdefault(tuple(group), []).append(wave)
     return trace
+
+
+ENV = "HARNESS_EMULATOR_TRACE"  # a folder: every launch traces representative workgroups there
+
+
+@dataclass
+class TraceRequest:
+    """Which workgroups of a launch to trace: explicit (x, y, z) ids, or "representative"
+    (the first, middle and last of the grid). only_traced: run those alone (their outputs
+    are then all a launch writes: for estimates, not for results)."""
+    workgroups: str | list[tuple[int, int, int]] = "representative"
+    only_traced: bool = False
+
+    def chosen(self, grid: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+        """The traced workgroup ids, in the order the grid would run them."""
+        gx, gy, gz = grid
+        count = gx * gy * gz
+        if self.workgroups == "representative":
+            linear = sorted({0, count // 2, count - 1})
+            return [(n % gx, n // gx % gy, n // (gx * gy)) for n in linear]
+        ids = [tuple(g) + (0,) * (3 - len(g)) for g in self.workgroups]
+        outside = [g for g in ids if not all(0 <= c < n for c, n in zip(g, grid))]
+        if outside:
+            raise ValueError(f"traced workgroups {outside} are outside the grid {grid}")
+        return sorted(set(ids), key=lambda g: (g[2], g[1], g[0]))
+
+
+class Recorder:
+    """The one-instruction table traced waves run: each entry notes its index and active
+    lanes in the wave's `steps`/`lanes` lists before it runs. Built lazily, kept per program."""
+
+    def __init__(self, build_single, count: int):
+        """build_single(index) -> the executor of that one instruction (no blocks)."""
+        self.build_single = build_single
+        self.table = [self.lazy(i) for i in range(count)]
+
+    def lazy(self, index: int):
+        def first_run(w):
+            self.table[index] = self.recording(index)
+            return self.table[index](w)
+        return first_run
+
+    def recording(self, index: int):
+        single = self.build_single(index)
+        # a region that runs the instructions after it itself (gpr_idx): each is a step too
+        covered = list(range(index, getattr(single, "span_end", None) or index + 1))
+
+        def step(w):
+            active = (w.s[EXEC] | w.s[EXEC + 1] << 32).bit_count()
+            w.steps.extend(covered)
+            w.lanes.extend([active] * len(covered))
+            return single(w)
+        return step
+
+
+def wave_trace(wave) -> WaveTrace:
+    return WaveTrace(np.array(wave.steps, np.int32), np.array(wave.lanes, np.uint8))
+
+
+def save_to_folder(trace: LaunchTrace, folder: Path) -> Path:
+    """launch-NNNN-<kernel>.npz in folder (the next free number): what $HARNESS_EMULATOR_TRACE keeps."""
+    folder.mkdir(parents=True, exist_ok=True)
+    number = len(list(folder.glob("launch-*.npz")))
+    path = folder / f"launch-{number:04d}-{trace.kernel[:80]}.npz"
+    trace.save(path)
+    return path
