@@ -33,6 +33,8 @@ MISMATCH_RATIO_LIMIT = 0.05  # an MLA output passes when at most this share of e
 
 # Largest dequantized-KV working set the torch reference builds at once (bytes of float32).
 REFERENCE_CHUNK_BYTES = 1 << 30
+# Elements the quantizers convert at once: their temporaries stay at tens of MB whatever the KV size.
+QUANTIZE_CHUNK_ELEMENTS = 1 << 22
 
 DEVICE_ENV = "MLA_DEVICE"  # force the device: "cpu", "cuda", "cuda:1", ...
 
@@ -73,9 +75,12 @@ def quantize_fp8(x: torch.Tensor, dtype: torch.dtype | None = None) -> tuple[tor
     """scale = max|x| / fp8_max (amax >= 1e-12); x8 = clamp(x / scale) as fp8. Returns (x8, scale of shape (1,))."""
     dtype = dtype or fp8_dtype(x.device)
     finfo = torch.finfo(dtype)
-    amax = x.abs().amax().clamp(min=1e-12)
+    pieces = x.reshape(-1).split(QUANTIZE_CHUNK_ELEMENTS)  # views: the temporaries of one piece at a time
+    amax = torch.stack([piece.abs().amax() for piece in pieces]).amax().clamp(min=1e-12)
     scale = amax / finfo.max
-    x8 = (x / scale).clamp(min=finfo.min, max=finfo.max).to(dtype)
+    x8 = torch.empty(x.shape, dtype=dtype, device=x.device)
+    for piece, out in zip(pieces, x8.view(-1).split(QUANTIZE_CHUNK_ELEMENTS)):
+        out.copy_((piece / scale).clamp(min=finfo.min, max=finfo.max).to(dtype))
     return x8, scale.to(torch.float32).reshape(1)
 
 
@@ -173,15 +178,20 @@ def quantize_mxfp4(x: torch.Tensor, rounding: str = MXFP4_ROUNDING) -> tuple[tor
     assert n % MXFP4_BLOCK == 0, f"last dim {n} is not a multiple of {MXFP4_BLOCK}"
     blocks_per_row = n // MXFP4_BLOCK
     rows = x.numel() // n
-    blocks = x.reshape(rows, blocks_per_row, MXFP4_BLOCK).to(torch.float32)
-    exponent = e8m0_scale_exponent(blocks.abs().amax(dim=-1, keepdim=True))
-    scaled = blocks * torch.ldexp(torch.ones_like(blocks[..., :1]), -exponent)
-    codes = e2m1_encode(scaled, rounding).reshape(rows, n)
-    packed = codes[:, 0::2] | (codes[:, 1::2] << 4)  # low nibble = even index
     padded_rows, columns = mxfp4_scale_shape(rows, blocks_per_row)
+    packed = torch.empty((rows, n // 2), dtype=torch.uint8, device=x.device)
     scale_bytes = torch.empty((padded_rows, columns), dtype=torch.uint8, device=x.device)
     scale_bytes[:rows] = 0  # aiter writes every column of these rows; the ones past the blocks get 0x00
-    scale_bytes[:rows, :blocks_per_row] = (exponent.squeeze(-1) + 127).to(torch.uint8)
+    chunk = max(1, QUANTIZE_CHUNK_ELEMENTS // n)  # the float32 temporaries of a few rows at a time
+    chunks = zip(x.reshape(rows, blocks_per_row, MXFP4_BLOCK).split(chunk), packed.split(chunk),
+                 scale_bytes[:rows, :blocks_per_row].split(chunk))
+    for rows_in, packed_out, scales_out in chunks:
+        blocks = rows_in.to(torch.float32)
+        exponent = e8m0_scale_exponent(blocks.abs().amax(dim=-1, keepdim=True))
+        scaled = blocks * torch.ldexp(torch.ones_like(blocks[..., :1]), -exponent)
+        codes = e2m1_encode(scaled, rounding).reshape(-1, n)
+        packed_out.copy_(codes[:, 0::2] | (codes[:, 1::2] << 4))  # low nibble = even index
+        scales_out.copy_((exponent.squeeze(-1) + 127).to(torch.uint8))
     scale_bytes[rows:] = _unwritten_bytes((padded_rows - rows) * columns, x.device).reshape(-1, columns)
     return _as_fp4x2(packed.reshape(*x.shape[:-1], n // 2)), _as_e8m0(scale_bytes)
 
