@@ -1,13 +1,16 @@
-"""A code object's instructions as one C function, compiled by clang-22 and cached by the code
-object's sha256 (and the translator's own sources). Each instruction is a label: translated ones
-run there and fall or jump to the next; the rest stop with NEED_NUMPY at their index, so the
-numpy executor runs that one and C resumes after it. $HARNESS_EMULATOR_NATIVE=0 turns it off."""
+"""A kernel's instructions in C, compiled by clang-22: one small function per instruction
+reachable from the kernel's entry, cached under the code object's sha256 and the C text's own
+(so a change to a translator, or to a table it reads, builds anew). Translated instructions
+return the next index; the rest stop with NEED_NUMPY at their index, so the numpy executor
+runs that one and C resumes after it. $HARNESS_EMULATOR_NATIVE=0 turns it off."""
 import ctypes
 import hashlib
 import os
 import subprocess
 from pathlib import Path
 
+from .. import sopp
+from ..errors import NotEmulated
 from ..executor import split_mnemonic
 from . import matrix_ops, memory_ops, scalar, vector
 
@@ -101,11 +104,46 @@ def instruction_c(k: int, body: str) -> str:
             f"  goto done; done: st->scc = scc; return next; }}")
 
 
-def source(program) -> tuple[str, list[bool]]:
-    """The C text of a program and which instructions it runs itself."""
+def reachable(program, entry: int | None) -> list[bool]:
+    """The instructions a kernel starting at `entry` can reach by falling through and by
+    its branches' static targets (None: all). s_setpc's and s_swappc's targets are not
+    known here: what they reach alone runs in numpy."""
+    count = len(program.instructions)
+    if entry is None:
+        return [True] * count
+    seen, pending = [False] * count, [entry]
+    while pending:
+        k = pending.pop()
+        if not 0 <= k < count or seen[k]:
+            continue
+        seen[k] = True
+        pending.extend(successors(program, k))
+    return seen
+
+
+def successors(program, k: int) -> list[int]:
+    encoding, name = split_mnemonic(program.instructions[k].mnemonic)
+    if encoding != "s":
+        return [k + 1]
+    if name in sopp.ENDS or name == "setpc_b64":
+        return []
+    if name in ("branch", "call_b64") or name.startswith("cbranch_"):
+        try:
+            target = [sopp.target_index(program, program.instructions[k])]
+        except NotEmulated:  # a branch into no instruction: its numpy executor says so
+            target = []
+        return target if name == "branch" else target + [k + 1]
+    return [k + 1]
+
+
+def source(program, entry: int | None = None) -> tuple[str, list[bool]]:
+    """The C text of a program (the instructions reachable from `entry`) and which
+    instructions it runs itself."""
     count = len(program.instructions)
     defs: dict = {}
-    bodies = [translate(ins, program, defs) for ins in program.instructions]
+    wanted = reachable(program, entry)
+    bodies = [translate(ins, program, defs) if wanted[k] else None
+              for k, ins in enumerate(program.instructions)]
     translated = [b is not None for b in bodies]
     lines = [(HERE / "prelude.c").read_text(), vector.helpers(declarations=True), f"#define COUNT {count}",
              "typedef int64_t (*Step)(State *);", *defs.values()]
@@ -115,11 +153,8 @@ def source(program) -> tuple[str, list[bool]]:
     return "\n".join(lines), translated
 
 
-def translator_hash() -> str:
-    digest = hashlib.sha256()
-    for path in sorted(HERE.glob("*.py")) + sorted(HERE.glob("*.c")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 def cache_folders() -> list[Path]:
@@ -168,17 +203,19 @@ def runtime_library():
     """The per-lane loops every program calls, loaded globally so programs link to it."""
     text = "\n".join([(HERE / "prelude.c").read_text(), (HERE / "runtime.c").read_text(),
                       vector.helpers()])
-    path = built(f"runtime-{translator_hash()}", text, RUNTIME_LEVEL)
+    path = built(f"runtime-{text_key(text)}", text, RUNTIME_LEVEL)
     return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
 
 
 class NativeProgram:
-    """The compiled function and, per instruction, whether C runs it."""
+    """The compiled function of one kernel (the instructions reachable from its entry; None:
+    the whole code object) and, per instruction, whether C runs it."""
 
-    def __init__(self, program, blob: bytes):
+    def __init__(self, program, blob: bytes, entry: int | None = None):
         self.runtime = runtime_library()
-        key = hashlib.sha256(blob).hexdigest()[:24] + "-" + translator_hash()
-        text, self.translated = source(program)
+        text, self.translated = source(program, entry)
+        # named by what it compiles: a change to any translator or table it reads is a new build
+        key = hashlib.sha256(blob).hexdigest()[:16] + "-" + text_key(text)
         self.library = ctypes.CDLL(str(built(key, text, PROGRAM_LEVEL)))
         self.run = self.library.run
         self.run.restype = ctypes.c_int64
@@ -186,16 +223,15 @@ class NativeProgram:
 
 
 def native_program(code, entry: int | None = None):
-    """The code object's NativeProgram (built once, kept on it), or None when off or unbuildable.
-    entry: index of the launched kernel's first instruction (None: the whole code object)."""
+    """The kernel's NativeProgram (built once per entry, kept on the code object), or None when
+    off or unbuildable. entry: index of the launched kernel's first instruction."""
     if not enabled():
         return None
-    cached = code.__dict__.get("_native", False)
-    if cached is False:
+    kept = code.__dict__.setdefault("_native", {})
+    if entry not in kept:
         try:
-            cached = NativeProgram(code.program, code.blob)
+            kept[entry] = NativeProgram(code.program, code.blob, entry)
         except (OSError, RuntimeError, subprocess.SubprocessError) as error:  # the numpy path runs
-            cached = None
+            kept[entry] = None
             code.__dict__["_native_error"] = str(error)[:300]
-        code.__dict__["_native"] = cached
-    return cached
+    return kept[entry]
