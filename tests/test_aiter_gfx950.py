@@ -92,7 +92,8 @@ def test_a_gpu_call_says_it_is_modelled_and_an_unemulated_kernel_says_not_covere
     monkeypatch.setenv("MLA_DEVICE", "cuda")
     routing.take_lines()
     assert not routing.emulates(A8W8)
-    assert routing.take_lines() == [f"aiter modelled in torch (the harness's stand-in: correctness only): {A8W8}"]
+    assert routing.take_lines() == [f"aiter modelled in torch (the harness's stand-in: correctness only): {A8W8} "
+                                    "(a GPU child; --device gfx950 runs aiter's gfx950 code objects on the emulator)"]
     monkeypatch.setenv("MLA_DEVICE", "cpu")
     assert not routing.emulates("mla_a8w8_qh16_qseqlen2_gqaratio16")  # q length 2: no code object emulated
     assert routing.take_lines() == ["not covered: mla_a8w8_qh16_qseqlen2_gqaratio16 (no code object of it is "

@@ -4,9 +4,11 @@ Emulated: in a child on the CPU (MLA_DEVICE=cpu), or one told to
 emulate gfx950 (HARNESS_EMULATE_GFX950=1, --device gfx950), when the
 pinned wheel is unpacked (package.py). Elsewhere the torch stand-in
 stays (fast) and says "aiter modelled in torch". HARNESS_AITER=torch
-or =emulate overrides the choice. Each call's words are kept until
+or =emulate overrides the choice. The quantizers are torch everywhere
+and say so by name (modelled). Each call's words are kept until
 the child takes them (take_lines) for the case's message.
 """
+import functools
 import os
 
 from harness.aiter_gfx950 import build, package, races, stage1
@@ -14,8 +16,10 @@ from harness.emulator.errors import EmulationFault
 
 ENV = "HARNESS_AITER"
 MODELLED = "aiter modelled in torch (the harness's stand-in: correctness only)"
-_seen: dict = {"emulated": [], "modelled": [], "not covered": [], "risks": [], "windows": [],
-               "pairs": {}}
+# the quantizers' HIP kernels need rocprim/hipcub, their Triton ones aiter's Triton: torch everywhere
+FUNCTIONS_MODELLED = "not the wheel's kernels, the stand-in's torch: correctness only"
+_seen: dict = {"emulated": [], "modelled": [], "functions": [], "not covered": [], "risks": [],
+               "windows": [], "pairs": {}}
 
 
 def mode() -> str:
@@ -23,8 +27,21 @@ def mode() -> str:
     forced = os.environ.get(ENV)
     if forced in ("emulate", "torch"):
         return forced
-    wanted = os.environ.get("MLA_DEVICE") == "cpu" or os.environ.get("HARNESS_EMULATE_GFX950") == "1"
-    return "emulate" if wanted and package.missing() is None else "torch"
+    return "emulate" if _wanted() and package.missing() is None else "torch"
+
+
+def _wanted() -> bool:
+    # a CPU child (--device cpu|gfx950, or no GPU) or one emulating gfx950
+    return os.environ.get("MLA_DEVICE") == "cpu" or os.environ.get("HARNESS_EMULATE_GFX950") == "1"
+
+
+def _why_modelled() -> str:
+    """Why this process's MLA kernels ran as the torch model."""
+    if os.environ.get(ENV) == "torch":
+        return f"{ENV}=torch"
+    if _wanted():
+        return package.missing() or "emulation not asked for"
+    return "a GPU child; --device gfx950 runs aiter's gfx950 code objects on the emulator"
 
 
 def emulates(kernel: str) -> bool:
@@ -42,6 +59,18 @@ def note_risk(text: str | None) -> None:
     """A ranked-mode risk of the call's kernel (harness/aiter_standin/risks.py), for the case's message."""
     if text:
         _note("risks", text)
+
+
+def modelled(name: str):
+    """Decorates a stand-in function that is torch on every machine:
+    each call names it (`name`, as the file calls it) in the case's words."""
+    def wrap(function):
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            _note("functions", name)
+            return function(*args, **kwargs)
+        return call
+    return wrap
 
 
 def _note(kind: str, value: str) -> None:
@@ -93,9 +122,9 @@ def take_lines() -> list[str]:
                      f"{pairs[0]}; schedule assumed: {races.SCHEDULE}): "
                      f"{objects[kernel]['lds_races_let_through']}")
     if _seen["modelled"]:
-        lines.append(f"{MODELLED}: {', '.join(_seen['modelled'])}"
-                     + ("" if mode() == "torch" and os.environ.get("MLA_DEVICE") != "cpu" else
-                        f" ({package.missing() or 'HARNESS_AITER=torch'})"))
+        lines.append(f"{MODELLED}: {', '.join(_seen['modelled'])} ({_why_modelled()})")
+    if _seen["functions"]:
+        lines.append(f"aiter modelled in torch: {', '.join(_seen['functions'])} ({FUNCTIONS_MODELLED})")
     for kernel in _seen["not covered"]:
         lines.append(f"not covered: {kernel} (no code object of it is emulated; aiter modelled in torch)")
     lines += [f"ranked-mode risk: {text}" for text in _seen["risks"]]

@@ -11,11 +11,11 @@ class StandInRefusal(StandInError):
 
 
 class NotCovered(StandInError):
-    """An aiter name the stand-in does not implement: 'aiter.X is not covered by the stand-in'."""
+    """An aiter name the stand-in neither emulates nor models: 'not covered: aiter.X (...)', never a pass."""
 
     def __init__(self, dotted: str, known_upstream: bool = True):
-        where = "" if known_upstream else " (the runner's aiter f3be04a12a has no such name either)"
-        super().__init__(f"{dotted} is not covered by the stand-in{where}")
+        where = "" if known_upstream else "; the runner's aiter f3be04a12a has no such name either"
+        super().__init__(f"not covered: {dotted} (the aiter stand-in neither emulates nor models it{where})")
         self.name = dotted
 
 

@@ -1,11 +1,15 @@
 """aiter.utility.fp4_utils at the pinned commit: MXFP4 quantization (ties away from zero, aiter's padded scale
-layout) and its decoders. The quantizer's arithmetic is reference.py's, which implements this very rule."""
+layout) and its decoders. The quantizer's arithmetic is reference.py's, which implements this very rule.
+Torch on every machine: each call is named "aiter modelled in torch" in the case's words (routing.modelled)."""
 import torch
 
+from harness.aiter_gfx950.routing import modelled
 from harness.aiter_standin import journal
 from harness.aiter_standin.dtypes import fp4x2, fp8_e8m0
 from harness.aiter_standin.errors import NotCovered
 
+
+@modelled("aiter.utility.fp4_utils.dynamic_mxfp4_quant")
 def dynamic_mxfp4_quant(x: torch.Tensor, scaling_mode: str = "even", shuffle: bool = False):
     """(x_fp4 (M, N/2) fp4x2, scales (cdiv(M, 256) * 256, cdiv(N/32, 8) * 8) e8m0); rows past M unwritten."""
     import reference  # the repository root's portable quantizer (already imported by the child)
@@ -21,6 +25,7 @@ def dynamic_mxfp4_quant(x: torch.Tensor, scaling_mode: str = "even", shuffle: bo
     return packed.view(torch.uint8).view(fp4x2), scales.view(torch.uint8).view(fp8_e8m0)
 
 
+@modelled("aiter.utility.fp4_utils.mxfp4_to_f32")
 def mxfp4_to_f32(x: torch.Tensor) -> torch.Tensor:
     """float32 (..., 2 * N) from packed fp4 (..., N): low nibble first (reference.py's E2M1 table)."""
     import reference
@@ -29,6 +34,7 @@ def mxfp4_to_f32(x: torch.Tensor) -> torch.Tensor:
     return reference.e2m1_decode(torch.stack((raw & 0xF, raw >> 4), dim=-1).flatten(-2))
 
 
+@modelled("aiter.utility.fp4_utils.e8m0_to_f32")
 def e8m0_to_f32(scale_e8m0_biased: torch.Tensor) -> torch.Tensor:
     """2^(b - 127) as float32; byte 0 gives 2^-127 (bits 0x00400000), byte 255 NaN (0x7F800001)."""
     raw = scale_e8m0_biased.view(torch.uint8)

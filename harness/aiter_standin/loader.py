@@ -2,8 +2,8 @@
 
 install() appends a finder to the END of sys.meta_path: Python asks it only after every real finder failed to
 find `aiter`, so an installed aiter is never shadowed. The finder serves the covered modules (MODULES); any other
-aiter module, and any uncovered name looked up on a served one, raises NotCovered ("aiter.X is not covered by
-the stand-in") instead of an AttributeError or a silent wrong answer. served() says whether it was used.
+aiter module, and any uncovered name looked up on a served one, raises NotCovered ("not covered: aiter.X
+(...)") instead of an AttributeError or a silent wrong answer. served() says whether it was used.
 """
 import functools
 import importlib.abc

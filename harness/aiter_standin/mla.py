@@ -11,7 +11,7 @@ from harness.aiter_gfx950 import routing
 from harness.aiter_standin import journal, risks
 from harness.aiter_standin.attention import attend, merge
 from harness.aiter_standin.dtypes import fp32, short_name
-from harness.aiter_standin.errors import StandInRefusal, check, refuse
+from harness.aiter_standin.errors import NotCovered, StandInRefusal, check, refuse
 from harness.aiter_standin.kernels import pick, variant
 from harness.aiter_standin.metadata import read_schedule
 
@@ -41,8 +41,7 @@ def _check_stage1(Q, KV, kv_indptr, kv_page_indices, page_size, nhead_kv, q_scal
         raise refuse("kv_scale", None, "fp8 KV without its scale: the runner's kernel then computes with unscaled "
                      "fp8 values")
     if kv_type == "byte":
-        raise StandInRefusal("aiter.mla_decode_stage1_asm_fwd with byte (MXFP4-packed) KV is not covered by the "
-                             "stand-in")
+        raise NotCovered("aiter.mla_decode_stage1_asm_fwd with byte (MXFP4-packed) KV")
     rows = KV.reshape(KV.shape[0] * KV.shape[1], -1).shape[0]
     used = int(kv_indptr[-1]) if kv_indptr.numel() else 0
     if used > kv_page_indices.numel():

@@ -3,9 +3,11 @@
 The HIP kernels (dynamic_per_tensor_quant, static_per_tensor_quant) compute scale = amax / dtype max and store
 x * (1 / scale), saturated, in the caller's `out`; the Triton ones take a 2-D input and fold the scale into the
 caller's scale buffer with an atomic max, so a scale buffer that was not zeroed changes their answer here too.
+Torch on every machine: each call is named "aiter modelled in torch" in the case's words (routing.modelled).
 """
 import torch
 
+from harness.aiter_gfx950.routing import modelled
 from harness.aiter_standin import journal
 from harness.aiter_standin.dtypes import fp32, i8, is_fp8
 from harness.aiter_standin.errors import check
@@ -35,6 +37,7 @@ def _check_out(function: str, out: torch.Tensor, x: torch.Tensor) -> None:
     check(out.numel() == x.numel(), function, f" out holds {out.numel()} elements, input {x.numel()}")
 
 
+@modelled("aiter.dynamic_per_tensor_quant")
 def dynamic_per_tensor_quant(out: torch.Tensor, input: torch.Tensor, scale: torch.Tensor) -> None:
     """HIP: scale[0] = amax / max (initialised, then reduced, then used), out = sat(x / scale)."""
     _check_out("dynamic_per_tensor_quant", out, input)
@@ -44,6 +47,7 @@ def dynamic_per_tensor_quant(out: torch.Tensor, input: torch.Tensor, scale: torc
     _note("aiter.dynamic_per_tensor_quant", "dynamic_per_tensor_quant", input, out, launches=3)
 
 
+@modelled("aiter.static_per_tensor_quant")
 def static_per_tensor_quant(out: torch.Tensor, input: torch.Tensor, scale: torch.Tensor) -> None:
     """HIP: out = sat(x * (1 / scale[0]))."""
     _check_out("static_per_tensor_quant", out, input)
@@ -51,6 +55,7 @@ def static_per_tensor_quant(out: torch.Tensor, input: torch.Tensor, scale: torch
     _note("aiter.static_per_tensor_quant", "static_per_tensor_quant", input, out, launches=1)
 
 
+@modelled("aiter.per_tensor_quant")
 def per_tensor_quant(x, scale=None, scale_dtype=fp32, quant_dtype=i8, dtypeMax=None):
     """The torch version in aiter.ops.quant: no saturation, y = (x / scale).to(quant_dtype)."""
     x = x.to(fp32)
@@ -61,6 +66,7 @@ def per_tensor_quant(x, scale=None, scale_dtype=fp32, quant_dtype=i8, dtypeMax=N
     return y, scale.view(1).to(scale_dtype)
 
 
+@modelled("aiter.per_tensor_quant_hip")
 def per_tensor_quant_hip(x, scale=None, quant_dtype=i8, num_rows=None, num_rows_factor=1):
     assert num_rows is None, "num_rows is not supported for per_tensor_quant_hip"
     y = torch.empty(x.shape, dtype=quant_dtype, device=x.device)
@@ -68,9 +74,9 @@ def per_tensor_quant_hip(x, scale=None, quant_dtype=i8, num_rows=None, num_rows_
         raise ValueError(f"unsupported: quant_dtype={quant_dtype!r}")
     if scale is None:
         scale = torch.empty(1, dtype=fp32, device=x.device)
-        dynamic_per_tensor_quant(y, x, scale)
+        dynamic_per_tensor_quant.__wrapped__(y, x, scale)
     else:
-        static_per_tensor_quant(y, x, scale)
+        static_per_tensor_quant.__wrapped__(y, x, scale)
     return y, scale.view(1)
 
 
@@ -80,6 +86,7 @@ def _triton_rows(function: str, x_in: torch.Tensor) -> None:
           "runner's Triton kernel reads as shape[0] x shape[1] rows and columns only")
 
 
+@modelled("aiter.ops.triton.quant.dynamic_per_tensor_quant_fp8_i8")
 def dynamic_per_tensor_quant_fp8_i8(qx: torch.Tensor, x_in: torch.Tensor, scale_out: torch.Tensor):
     """Triton: scale_out = max(scale_out, amax / max) (an atomic max into the caller's buffer), qx = sat(x / scale)."""
     _triton_rows("dynamic_per_tensor_quant_fp8_i8", x_in)
@@ -90,6 +97,7 @@ def dynamic_per_tensor_quant_fp8_i8(qx: torch.Tensor, x_in: torch.Tensor, scale_
     return qx, scale_out
 
 
+@modelled("aiter.ops.triton.quant.static_per_tensor_quant_fp8_i8")
 def static_per_tensor_quant_fp8_i8(qx: torch.Tensor, x_in: torch.Tensor, scale_in: torch.Tensor):
     _triton_rows("static_per_tensor_quant_fp8_i8", x_in)
     assert scale_in.numel() == 1
@@ -98,12 +106,13 @@ def static_per_tensor_quant_fp8_i8(qx: torch.Tensor, x_in: torch.Tensor, scale_i
     return qx
 
 
+@modelled("aiter.per_tensor_quant_triton")
 def per_tensor_quant_triton(x, scale=None, quant_dtype=i8):
     y = torch.empty(x.shape, dtype=quant_dtype, device=x.device)
     x = x.view(-1, x.shape[-1])
     if scale is None:
         scale = torch.zeros(1, dtype=fp32, device=x.device)
-        dynamic_per_tensor_quant_fp8_i8(y.view(x.shape), x, scale)
+        dynamic_per_tensor_quant_fp8_i8.__wrapped__(y.view(x.shape), x, scale)
     else:
-        static_per_tensor_quant_fp8_i8(y.view(x.shape), x, scale)
+        static_per_tensor_quant_fp8_i8.__wrapped__(y.view(x.shape), x, scale)
     return y, scale
