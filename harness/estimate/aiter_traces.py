@@ -32,9 +32,13 @@ from harness.paths import REPO_ROOT
 HEADS, QK_DIM, V_DIM = 16, 576, 512
 DTYPES = {"a8w8": (fp8, fp8), "a16w8": (bf16, fp8), "a16w16": (bf16, bf16)}
 TYPE_NAMES = {fp8: "fp8", bf16: "bf16"}  # as the stand-in's pick() names them
-# what decides a trace: the emulator, aiter's package and stage 1, the stand-in's schedule and pick
-SOURCES = ("harness/emulator", "harness/aiter_gfx950", "harness/aiter_standin/metadata.py",
+# what decides a trace: the emulator's numpy path (stage 1 runs without the C path), aiter's
+# code objects and stage-1 launch, the stand-in's schedule and pick, this module
+SOURCES = ("harness/emulator", "harness/aiter_gfx950/stage1.py", "harness/aiter_gfx950/kernargs.py",
+           "harness/aiter_gfx950/package.py", "harness/aiter_gfx950/races.py",
+           "harness/aiter_gfx950/code_objects.json", "harness/aiter_standin/metadata.py",
            "harness/aiter_standin/kernels.py", "harness/estimate/aiter_traces.py")
+NOT_SOURCES = ("native",)  # the C fast path: stage1.run turns it off
 FOLDER = "stage1-traces"  # under the estimate cache
 LET_THROUGH = "a timing trace: the launch's outputs are not read, so an LDS race the checker names is kept, not failed"
 
@@ -83,7 +87,8 @@ def sources_digest() -> str:
     for name in SOURCES:
         root = REPO_ROOT / name
         files = [root] if root.is_file() else sorted(
-            p for p in root.rglob("*") if p.suffix in (".py", ".c", ".json") and "__pycache__" not in p.parts)
+            p for p in root.rglob("*") if p.suffix in (".py", ".c", ".json")
+            and not {"__pycache__", *NOT_SOURCES} & set(p.relative_to(root).parts))
         for path in files:
             digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
