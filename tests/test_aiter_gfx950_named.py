@@ -9,6 +9,8 @@ import torch
 from harness import platform as platforms
 from harness import submission as subs
 from harness.aiter_gfx950 import routing
+from harness.aiter_standin import metadata
+from harness.aiter_standin.dtypes import fp8
 from harness.run import protocol, worker
 
 SAMPLES = Path(__file__).resolve().parent / "samples" / "aiter"
@@ -70,6 +72,12 @@ def test_device_gfx950_on_a_gpu_machine_runs_aiters_kernels_and_auto_models_them
     assert _child_routing(monkeypatch, "auto") == "torch"
     routing.take_lines()
     assert not routing.emulates(A16W16)
+    buffers = [torch.zeros(shape, dtype=dtype) for shape, dtype in
+               metadata.get_mla_metadata_info_v1(2, 1, 16, fp8, fp8, False)]
+    metadata.get_mla_metadata_v1(torch.arange(3, dtype=torch.int32), torch.tensor([0, 40, 100], dtype=torch.int32),
+                                 torch.ones(2, dtype=torch.int32), 16, 1, False, *buffers[:1], buffers[2],
+                                 buffers[1], *buffers[3:], max_seqlen_qo=1, uni_seqlen_qo=1)
     said = routing.take_lines()
-    assert said[0].startswith(f"aiter modelled in torch (the harness's stand-in: correctness only): {A16W16}")
-    assert "--device gfx950 runs aiter's gfx950 code objects" in said[0]
+    assert said == [f"aiter modelled in torch (the harness's stand-in: correctness only): {A16W16}, "
+                    "get_mla_metadata_v1 (a GPU child; --device gfx950 runs aiter's gfx950 code objects "
+                    "on the emulator)"]

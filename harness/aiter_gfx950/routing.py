@@ -55,6 +55,14 @@ def emulates(kernel: str) -> bool:
     return True
 
 
+def runs_in_torch(api: str) -> bool:
+    """Whether this metadata or reduce call runs the torch model here (then noted as modelled)."""
+    if mode() == "emulate":
+        return False
+    _note("modelled", api)
+    return True
+
+
 def note_risk(text: str | None) -> None:
     """A ranked-mode risk of the call's kernel (harness/aiter_standin/risks.py), for the case's message."""
     if text:

@@ -79,7 +79,7 @@ def get_mla_metadata_v1(seqlens_qo_indptr, seqlens_kv_indptr, kv_last_page_lens,
     from harness.aiter_gfx950 import build, metadata as emulated
     if intra_batch_mode and routing.mode() == "emulate":
         build.note_modelled("get_mla_metadata_v1", "intra_batch_mode: amd-aiter's metadata.cu has none")
-    elif routing.mode() == "emulate" and emulated.get_mla_metadata_v1(
+    elif not routing.runs_in_torch("get_mla_metadata_v1") and emulated.get_mla_metadata_v1(
             seqlens_qo_indptr, seqlens_kv_indptr, kv_last_page_lens, num_heads_per_head_k, num_heads_k, is_causal,
             work_metadata_ptrs, work_info_set, work_indptr, reduce_indptr, reduce_final_map, reduce_partial_map,
             page_size, kv_granularity, max_seqlen_qo, uni_seqlen_qo, fast_mode, topk, max_split_per_batch):

@@ -204,7 +204,7 @@ def reduce_routed(partial_output, partial_lse, reduce_indptr, reduce_final_map, 
                   max_seqlen_q, final_output, final_lse=None) -> int:
     """The split reduce where it runs here (aiter's kernel emulated, else torch); returns the partial rows read."""
     from harness.aiter_gfx950 import reduce as emulated
-    if routing.mode() == "emulate" and emulated.mla_reduce_v1(  # aiter's own kernel on the gfx950 emulator
+    if not routing.runs_in_torch("mla_reduce_v1") and emulated.mla_reduce_v1(  # aiter's own, emulated
             partial_output, partial_lse, reduce_indptr, reduce_final_map, reduce_partial_map, max_seqlen_q,
             final_output, final_lse):
         counts = (reduce_indptr[1:] - reduce_indptr[:-1]).to(torch.int64)
