@@ -8,7 +8,7 @@ MAX_LINES = 450
 GROUPS = ("run", "results", "compile", "remote", "checks", "aiter_standin", "aiter_gfx950", "estimate", "sandbox",
           "emulator")
 # The modules that run inside the submission's process (harness.run.child and what it may import).
-CHILD_SIDE = {"run.child", "run.interpreter", "run.faults", "run.timing", "run.stats", "run.limits", "run.poison", "run.accuracy", "run.recording", "paths", "aiter_standin",
+CHILD_SIDE = {"run.child", "run.interpreter", "run.faults", "run.timing", "run.stats", "run.limits", "run.poison", "run.accuracy", "run.recording", "run.replies", "paths", "aiter_standin",
               "compile", "compile.aot", "compile.loops", "run.persona",
               "aiter_standin.loader", "aiter_standin.errors", "aiter_standin.journal", "aiter_standin.dtypes",
               "aiter_standin.quant", "aiter_standin.fp4_utils", "aiter_standin.kernels", "aiter_standin.metadata",

@@ -11,7 +11,9 @@ writes the ledger. Messages are JSON lines:
   request {"op": "test" | "benchmark" | "profile" | "estimate" | "compile", "args": {...}, "nonce": "<hex>"}
   reply   {"ok": true, "result": {...}, "standin": "aiter" | null, "nonce": ...} or
           {"ok": false, "status": "error", "message": "...", "import_failed": bool, "nonce": ...}
-A child announces itself with {"ready": true} once torch and reference.py are imported.
+A child announces itself with {"ready": true} once torch and reference.py are imported. While a request
+runs, the gfx950 emulator's progress lines (harness/emulator/progress.py) come before its reply as
+  progress {"progress": "<line>", "nonce": ...}   (harness/run/replies.py)
 """
 import argparse
 import ctypes
@@ -26,7 +28,7 @@ import sys
 
 from harness.aiter_gfx950 import routing as aiter_routing
 from harness.aiter_standin import loader as aiter_standin
-from harness.emulator import cuda_on_cpu, launch_hip, launch_triton
+from harness.emulator import cuda_on_cpu, launch_hip, launch_triton, progress
 from harness.run import accuracy, faults, interpreter
 from harness.run.faults import SubmissionImportError, TamperError
 from harness.run import timing
@@ -34,6 +36,7 @@ from harness.run.stats import calculate_stats, should_stop
 from harness.run.limits import memory_limit, output_limit
 from harness.paths import REPO_ROOT
 from harness.run.poison import poison_output_memory, poisoned_share
+from harness.run.replies import ReplyPipe
 from harness.sandbox import inside, procs
 
 SEED_STEP = 13  # leaderboard mode: every timed call gets fresh input from seed += 13
@@ -394,11 +397,12 @@ def child_main(argv: list[str] | None = None) -> int:
 
     trust_current_environment()  # the originals, taken before the submission is imported
     requests = os.fdopen(options.request_fd, "r")
-    replies = os.fdopen(options.reply_fd, "w")
-    replies.write(json.dumps({"ready": True}) + "\n")
-    replies.flush()
+    replies = ReplyPipe(options.reply_fd)
+    replies.send({"ready": True})
+    progress.relay_to(replies.progress)  # the emulator's progress lines reach the parent's terminal
     for line in requests:
         request = json.loads(line)
+        replies.nonce = request.get("nonce")
         try:
             reply = {"ok": True, "result": OPERATIONS[request["op"]](**request["args"])}
         except Exception as exc:  # the submission's fault: report it, keep the harness alive
@@ -414,8 +418,8 @@ def child_main(argv: list[str] | None = None) -> int:
         reply["standin"] = "aiter" if aiter_standin.served() else None
         reply["emulated"] = launch_hip.summary()
         reply["nonce"] = request.get("nonce")
-        replies.write(json.dumps(reply) + "\n")
-        replies.flush()
+        replies.nonce = None
+        replies.send(reply)
     return 0
 
 

@@ -344,13 +344,14 @@ def log_file_for(submission: Submission, mode: str, log_dir: Path | None = None)
 def evaluate(submission: Submission, platform: Platform, mode: str, specs: list, *, cases_name: str,
              flush: str, timeout_s: float, case_timeout_s: float | None = None, secret: int | None = None,
              budgets: Budgets = OFFICIAL_BUDGETS, log_dir: Path | None = None, progress=_no_progress,
-             on_case=_no_case_report, stress_specs: list | None = None, jail=None) -> RunResult:
+             on_case=_no_case_report, stress_specs: list | None = None, jail=None, say=None) -> RunResult:
     """Run every case of one submission in `mode` in its own worker; never raises for the submission's faults.
 
     timeout_s bounds the whole run (the official limit); case_timeout_s, when given, each case too.
     on_case(index, total, result) is called as each case finishes. stress_specs (test mode): structured cases
     run after the official ones pass; what they find becomes warnings, never the verdict. `jail`
-    (harness/sandbox/guard.py) is where the child runs, None for unprotected.
+    (harness/sandbox/guard.py) is where the child runs, None for unprotected. say(line), when given, gets the
+    gfx950 emulator's progress lines (harness/emulator/progress.py) as a case runs, the submission named first.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
@@ -386,8 +387,10 @@ def evaluate(submission: Submission, platform: Platform, mode: str, specs: list,
     def starting():  # the child's 1-2 s start, within the current step (None keeps its count)
         progress(None, None, "starting the worker")
 
+    relay = (lambda line: say(f"{submission.label}: {line}")) if say else None
     with Worker(submission.path, platform.torch_device, log_path, triton_interpreter=interpret, jail=jail,
-                on_start=starting, emulator=emulator_environment(submission, platform) if emulate else None) as worker:
+                on_start=starting, emulator=emulator_environment(submission, platform) if emulate else None,
+                on_progress=relay) as worker:
         stressed = []
         if mode in ("benchmark", "leaderboard") and emulate:  # an emulator's times mean nothing: one checked call
             warnings.append(f"{mode} mode on the gfx950 emulator: one checked call per case, no timed calls "

@@ -176,7 +176,7 @@ def evaluate(submission: Submission, settings: Settings, progress=protocol._no_p
              on_case=protocol._no_case_report, say=_say_nothing) -> tuple:
     """(the run, its record) of protocol.evaluate for one submission under the run's protection, not yet in the
     ledger. A file changed on disk or a process left running fails the run (harness/sandbox/guard.py). say(line):
-    what the user should hear of at once (a HIP build of minutes)."""
+    what the user should hear of at once (a HIP build of minutes, the emulator's progress through a long case)."""
     if platforms.emulates_hip(submission, settings.platform):
         prebuild_hip(submission, say)  # before the watch: the parent's builds are not the child's changes
     with guarded(submission, settings.platform, settings.protection) as held:
@@ -184,7 +184,7 @@ def evaluate(submission: Submission, settings: Settings, progress=protocol._no_p
                                 cases_name=settings.cases_name, flush=settings.flush, timeout_s=settings.timeout_s,
                                 case_timeout_s=settings.case_timeout_s, secret=settings.secret, progress=progress,
                                 on_case=on_case, stress_specs=settings.stress_specs,
-                                jail=held.jail)
+                                jail=held.jail, say=say)
     problems = held.problems
     if problems:
         run = dataclasses.replace(run, status="fail", reason=problems[0], warnings=run.warnings + problems[1:])

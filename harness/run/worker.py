@@ -5,7 +5,8 @@ eval.py's pool.apply. A crash (non-zero exit, signal) or a case that runs past i
 child and becomes an error/timeout reply with one clear reason; the next call starts a fresh child.
 The child answers over a private pipe that nothing the submission starts can inherit (like the
 official PopcornOutput); its stdout and stderr go to a log file, of which the parent shows only a
-capped tail. Message shapes are in harness/run/child.py.
+capped tail. Message shapes are in harness/run/child.py. The gfx950 emulator's progress lines of the
+request under way come over the same pipe before its reply; `on_progress(line)` gets each of them.
 """
 import json
 import os
@@ -24,6 +25,7 @@ MAX_MESSAGE_CHARS = 4000  # a reply's message is capped so a giant mismatch repo
 LOG_TAIL_LINES = 20
 LOG_TAIL_CHARS = 2000
 LOG_LINE_CHARS = 240  # one flooded line must not fill the tail
+PROGRESS_PREFIX = b'{"progress": '  # how child.ReplyPipe.progress's lines begin (json.dumps of its dict)
 EXIT_GRACE_S = 10.0  # how long a child may take to exit after its requests pipe closes
 # Starting a child (interpreter, torch, reference) is not charged to the first case; it gets its own limit.
 STARTUP_LIMIT_S = 300.0
@@ -71,9 +73,10 @@ class Worker:
     """A child process that serves one submission; restarted after any crash, timeout or exception."""
 
     def __init__(self, submission_path: Path, device: str, log_path: Path, triton_interpreter: bool = False,
-                 jail=None, on_start=None, emulator: dict | None = None):
+                 jail=None, on_start=None, emulator: dict | None = None, on_progress=None):
         self.submission_path = Path(submission_path)
         self.on_start = on_start  # called before each child starts (1-2 s), so that the user sees why it waits
+        self.on_progress = on_progress  # called with each emulator progress line of a request under way
         self.jail = jail  # harness/sandbox/guard.py's Jail: the sandbox or the private copies the child runs in
         self.device = device
         self.log_path = Path(log_path)
@@ -175,6 +178,8 @@ class Worker:
         try:
             os.write(self._requests, (json.dumps({"op": op, "args": args, "nonce": nonce}) + "\n").encode())
             line = self._read_line(deadline)
+            while line is not None and self._relayed(line, nonce):
+                line = self._read_line(deadline)
         except (BrokenPipeError, EOFError):
             return self._failed("error", self._crash_reason(), log_offset)
         if line is None:
@@ -202,6 +207,22 @@ class Worker:
                 self._import_failure = failed
             return failed
         return reply
+
+    def _relayed(self, line: bytes, nonce: str) -> bool:
+        """True for a progress line of this request (passed to on_progress, printable and capped); False for
+        anything else, which is then read as the reply."""
+        if not line.startswith(PROGRESS_PREFIX):  # a reply may be large: parsed once, by call
+            return False
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            return False
+        if message.get("nonce") != nonce or not isinstance(message.get("progress"), str):
+            return False
+        if self.on_progress is not None:
+            shown = "".join(char for char in message["progress"] if char.isprintable())
+            self.on_progress(shown[:LOG_LINE_CHARS])
+        return True
 
     def _read_line(self, deadline: float) -> bytes | None:
         """One reply line, or None at the deadline; EOFError when the child closed its end (it died)."""
