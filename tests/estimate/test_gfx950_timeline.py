@@ -1,0 +1,189 @@
+"""The gfx950 timing model on hand-built traces whose times are worked out by hand below
+(memory latency 790, VALU 4, MFMA 16x16x32 bf16: 8 cycles on the VALU port, 16 on the XDL
+unit, 4 cycles at least per instruction), and its figures file against docs/ESTIMATE.md."""
+import json
+import re
+import time
+
+import numpy as np
+import pytest
+
+from harness.emulator.trace import KernelResources, LaunchTrace, WaveTrace, load
+from harness.estimate import gfx950_timeline as timeline
+from helpers import REPO
+
+FIGURES = timeline.load_figures()
+CLOCK = FIGURES["clock_hz"]
+GAP = FIGURES["launch_gap_us"]
+ENDPGM = ("s_endpgm", "")
+
+
+def traced(instructions, waves, grid=(1, 1, 1), vgprs=32, lds=0, lanes=64):
+    """A launch whose every workgroup runs `waves` (lists of instruction indices)."""
+    resources = KernelResources(vgprs, 0, 16, lds, len(waves))
+    trace = LaunchTrace("hand", grid, (64 * len(waves), 1, 1), resources, instructions)
+    trace.workgroups[(0, 0, 0)] = [WaveTrace(np.array(w, np.int32), np.full(len(w), lanes, np.uint8))
+                                   for w in waves]
+    return trace
+
+
+def us(cycles):
+    return cycles / CLOCK * 1e6
+
+
+def test_a_load_then_its_wait_costs_the_memory_latency():
+    code = [("global_load_dword", "v1, v[2:3], off"), ("s_waitcnt", "vmcnt(0)"), ("v_add_f32_e32", "v1, v1, v1"),
+            ENDPGM]
+    trace = traced(code, [[0, 1, 2, 3]])
+    priced = timeline.price_launch(trace)
+    # load issues at 0, done at 790; the wait arrives at 4 and ends at 790; then 3 x 4 cycles
+    assert priced.bound == "latency"
+    assert priced.parts["latency"] == pytest.approx(us(790 + 12))
+    assert priced.microseconds == pytest.approx(GAP + us(802))
+    assert "1 memory round trips (vmcnt) x" in priced.lines[2]
+    slower = timeline.price_launch(trace, timeline.load_figures({"memory_latency_cycles": 1000}))
+    assert slower.parts["latency"] == pytest.approx(us(1012))
+
+
+def test_a_wait_for_all_but_one_waits_for_the_oldest_load_only():
+    code = [("global_load_dword", "v1, v[2:3], off"), ("global_load_dword", "v4, v[2:3], off"),
+            ("s_waitcnt", "vmcnt(1)"), ("v_add_f32_e32", "v1, v1, v1"), ("s_waitcnt", "vmcnt(0)"), ENDPGM]
+    priced = timeline.price_launch(traced(code, [[0, 1, 2, 3, 4, 5]]))
+    # first wait: arrives at 8, the first load is done at 790; the wait and v_add reach 798,
+    # after the second load (4 + 790 = 794): no second stall; s_endpgm ends at 806
+    assert priced.parts["latency"] == pytest.approx(us(806))
+    assert "1 memory round trips" in priced.lines[2]
+
+
+def test_the_raw_waitcnt_immediate_decodes_as_gfx9_packs_it():
+    assert timeline.waitcnt_counts("0x3f70") == (0, timeline.NO_WAIT, timeline.NO_WAIT)
+    assert timeline.waitcnt_counts("vmcnt(3) lgkmcnt(0)") == (3, 0, timeline.NO_WAIT)
+
+
+def test_independent_valu_on_two_waves_a_simd_is_issue_bound():
+    code = [("v_add_f32_e32", "v1, v2, v3")] * 100 + [ENDPGM]
+    wave = list(range(101))
+    one = timeline.price_launch(traced(code, [wave]))
+    assert one.bound == "latency" and one.parts["latency"] == pytest.approx(us(404))
+    eight = timeline.price_launch(traced(code, [wave] * 8))  # 2 waves on each SIMD share its VALU
+    assert eight.bound == "issue"
+    assert eight.parts["issue"] == pytest.approx(us(800))
+    assert eight.microseconds == pytest.approx(GAP + us(800))
+    assert "of issue: VALU 99%, branch 1%" in eight.lines[3]  # 400 of 404 cycles
+
+
+def test_four_waves_at_a_barrier_resume_at_the_last_arrival():
+    code = [("v_add_f32_e32", "v1, v2, v3"), ("s_barrier", ""), ENDPGM]
+    waves = [[0] * (10 * k) + [1] + [0] * 5 + [2] for k in range(4)]
+    priced = timeline.price_launch(traced(code, waves))
+    # the last wave arrives at 120; all resume there: barrier 4 + 5 VALU 20 + s_endpgm 4
+    assert priced.parts["latency"] == pytest.approx(us(148))
+    assert "barriers" in priced.lines[2]
+
+
+def test_an_mfma_chain_runs_at_the_xdl_rate_and_hides_valu_between():
+    mfma = ("v_mfma_f32_16x16x32_bf16", "v[0:3], v[4:7], v[8:11], v[0:3]")
+    code = [mfma, ("v_add_f32_e32", "v1, v2, v3"), ENDPGM]
+    chain = timeline.price_launch(traced(code, [[0] * 10 + [2]]))
+    assert chain.parts["latency"] == pytest.approx(us(10 * 16))  # the last MFMA's tail covers s_endpgm
+    covered = timeline.price_launch(traced(code, [[0, 1, 1] * 10 + [2]]))
+    assert covered.parts["latency"] == pytest.approx(us(9 * 16 + 8 + 8 + 4))  # 2 VALU in each shadow
+    spilled = timeline.price_launch(traced(code, [[0, 1, 1, 1] * 10 + [2]]))
+    assert spilled.parts["latency"] == pytest.approx(us(10 * 20 + 4))  # 3 VALU outlast the MFMA
+
+
+def test_f8f6f4_takes_half_the_passes_without_an_fp8_operand():
+    figures, name = FIGURES, "v_mfma_scale_f32_16x16x128_f8f6f4"
+    assert timeline.mfma_passes(name, "v[0:3], v[4:11], v[12:19], v[0:3]", figures) == (8.0, False)
+    assert timeline.mfma_passes(name, "v[0:3], v[4:7], v[8:11], v[0:3] cbsz:4 blgp:4", figures) == (4.0, False)
+    assert timeline.mfma_passes(name, "v[0:3], v[4:7], v[8:11], v[0:3] cbsz:4 blgp:0", figures) == (8.0, False)
+    assert timeline.mfma_passes("v_mfma_f32_32x32x4_2b_f16", "", figures) == (8.0, True)
+
+
+def test_halving_resident_waves_by_vgprs_doubles_the_rounds():
+    code = [("global_load_dword", "v1, v[2:3], off"), ("s_waitcnt", "vmcnt(0)"), ENDPGM]
+    grid = (256 * 32, 1, 1)  # 32 one-wave workgroups a CU: one round at 8 waves a SIMD
+    full = timeline.price_launch(traced(code, [[0, 1, 2]], grid, vgprs=64, lanes=1))
+    half = timeline.price_launch(traced(code, [[0, 1, 2]], grid, vgprs=128, lanes=1))
+    assert full.bound == half.bound == "latency"
+    assert full.parts["latency"] == pytest.approx(us(798))
+    assert half.parts["latency"] == pytest.approx(2 * us(798))
+    assert "32 a CU at once" in full.lines[0] and "16 a CU at once" in half.lines[0]
+    assert "in 2 round(s)" in half.lines[0]
+    assert timeline.residency(KernelResources(32, 0, 16, 80 * 1024, 4), FIGURES) == (2, "81,920 B of LDS, "
+                                                                                        "4 waves a workgroup")
+
+
+def test_bytes_over_the_achieved_bandwidth_bound_a_streaming_launch():
+    code = [("buffer_load_dwordx4", "v[0:3], v4, s[0:3], 0 offen"), ("s_waitcnt", "vmcnt(0)"), ENDPGM]
+    grid = (256 * 1000, 1, 1)
+    priced = timeline.price_launch(traced(code, [[0] * 16 + [1, 2]], grid))
+    nbytes = 16 * 64 * 16 * grid[0]
+    assert priced.bound == "bandwidth"
+    assert priced.parts["bandwidth"] == pytest.approx(nbytes / FIGURES["hbm_bytes_per_second"] * 1e6)
+    assert priced.microseconds == pytest.approx(GAP + priced.parts["bandwidth"])
+    assert "1 of 256,000 workgroups traced" in priced.lines[0]
+
+
+def test_a_saved_trace_prices_as_the_original(tmp_path):
+    code = [("ds_read_b128", "v[0:3], v4"), ("s_waitcnt", "lgkmcnt(0)"), ENDPGM]
+    trace = traced(code, [[0, 1, 2]] * 4)
+    trace.save(tmp_path / "t.npz")
+    again = timeline.price_launch(load(tmp_path / "t.npz"))
+    # ds_read_b128: 1024 B through a 64 B/clock port = 16 cycles, then 69 cycles of LDS latency
+    assert again.parts == timeline.price_launch(trace).parts
+    assert again.parts["latency"] == pytest.approx(us(69 + 4 + 4))
+
+
+def figure_problems(data: dict) -> list:
+    """Every figure needs a value (or table), a unit, and a source that resolves (or "fit" with a start)."""
+    sources, problems = data["sources"], []
+    for name, entry in data["figures"].items():
+        if "value" not in entry and "values" not in entry:
+            problems.append(f"{name}: no value")
+        if not entry.get("unit"):
+            problems.append(f"{name}: no unit")
+        tag = entry.get("start") if entry.get("source") == "fit" else entry.get("source")
+        found = sources.get(tag) or {}
+        if not (found.get("url") or all(found.get(k) for k in ("repo", "path", "commit"))):
+            problems.append(f"{name}: source {tag!r} does not resolve")
+    return problems
+
+
+def test_every_figure_has_a_value_a_unit_and_a_source():
+    data = json.loads(timeline.FIGURES_FILE.read_text())
+    assert figure_problems(data) == []
+    fitted = {name for name, entry in data["figures"].items() if entry["source"] == "fit"}
+    assert fitted == set(timeline.FREE_FIGURES)
+    data["figures"]["valu_cycles"].pop("source")
+    assert figure_problems(data) == ["valu_cycles: source None does not resolve"]
+
+
+def figure_rows(data: dict) -> list:
+    rows = []
+    for name, entry in data["figures"].items():
+        value = entry.get("value", ", ".join(f"{k} {v}" for k, v in entry.get("values", {}).items()))
+        source = entry["source"] if entry["source"] != "fit" else f"fit (start: {entry['start']})"
+        rows.append(f"| `{name}` | {value:g} | {entry['unit']} | {source} |" if isinstance(value, float | int)
+                    else f"| `{name}` | {value} | {entry['unit']} | {source} |")
+    return rows
+
+
+def test_docs_list_every_figure_as_the_data_file_has_it():
+    data = json.loads(timeline.FIGURES_FILE.read_text())
+    docs = (REPO / "docs" / "ESTIMATE.md").read_text()
+    section = docs.split("## Timing model", 1)[1].split("\n## ", 1)[0]
+    listed = [line for line in section.splitlines() if re.match(r"\| `", line)]
+    assert listed == figure_rows(data)
+
+
+def test_a_million_steps_price_in_well_under_a_second():
+    mfma = ("v_mfma_f32_16x16x32_bf16", "v[0:3], v[4:7], v[8:11], v[0:3]")
+    code = [("buffer_load_dwordx4", "v[0:3], v4, s[0:3], 0 offen"), ("ds_read_b128", "v[0:3], v4"),
+            ("s_waitcnt", "vmcnt(1) lgkmcnt(0)"), mfma, ("v_add_f32_e32", "v1, v2, v3"), ("s_barrier", ""), ENDPGM]
+    body = [0, 1, 3, 4, 4, 3, 4, 2, 3, 4, 4, 4] * 20 + [5]  # 241 steps: 40 waits, 1 barrier
+    trace = traced(code, [body * 1037 + [6]] * 4)  # 4 waves x 250k steps
+    started = time.perf_counter()
+    priced = timeline.price_launch(trace, timeline.load_figures({"clock_hz": 2.1e9}))
+    assert time.perf_counter() - started < 3.0  # ~0.5 s alone; room for a busy 2-core machine
+    assert priced.microseconds > GAP
