@@ -63,6 +63,15 @@ def mfma(ins, name: str, defs: dict) -> str:
             f" {ka}, {kb}, {rows}, EXEC64);")
 
 
+def first_steps(ladder) -> list[str]:
+    """Per float bits >> 20 (exponent, 3 mantissa bits): the ladder's lower bound for the
+    bucket's smallest float (runtime.c's encode_minifloat walks up from there)."""
+    smallest = (np.arange(2048, dtype=np.uint32) << np.uint32(20)).view(np.float32)
+    with np.errstate(invalid="ignore"):  # the NaN buckets: NaNs never walk the ladder
+        bounds = np.searchsorted(ladder, smallest.astype(np.float64), "left")
+    return [str(int(x)) for x in bounds]
+
+
 def cvt_pk_fp8(ins, name: str, defs: dict) -> str:
     """v_cvt_pk_fp8_f32 / bf8: two values RNE into one 16-bit half (op_sel[3]: the high half)."""
     if set(ins.modifiers) - {"op_sel", "clamp"} or ins.mnemonic.endswith(("_dpp", "_sdwa")):
@@ -75,6 +84,7 @@ def cvt_pk_fp8(ins, name: str, defs: dict) -> str:
     beyond = np.flatnonzero(~finite)
     over = int(beyond[0]) if len(beyond) and np.isinf(positives[beyond[0]]) else len(values) // 2 - 1
     ladder = define(defs, f"ladder_{kind}", "double", [c_double(v) for v in positives[:top + 1]])
+    ladder = f"{ladder}, {define(defs, f'first_{kind}', 'int16_t', first_steps(positives[:top + 1]))}"
     text = ins.modifiers.get("op_sel", "")
     bits = [int(x) for x in text.strip("[]").split(",")] if text else []
     high = bits[2] if len(bits) > 2 else 0

@@ -179,8 +179,8 @@ void mbcnt(uint32_t *d, Src M, Src B, int shift, uint64_t ex);
 void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c, double c_value,
                 int m, int k, int per_lane, const double *table_a, int width_a, const double *table_b,
                 int width_b, const int32_t *ks_a, const int32_t *ks_b, const int32_t *out_rows, uint64_t ex);
-void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, int top, int over, int nan_code,
-                      int half, int saturate, int high, uint64_t ex);
+void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, const int16_t *first, int top,
+                      int over, int nan_code, int half, int saturate, int high, uint64_t ex);
 uint64_t mad_64_32(uint32_t *lo, uint32_t *hi, Src A, Src B, const uint32_t *c_lo, const uint32_t *c_hi,
                    int is_signed, uint64_t ex);
 void div_fmas(uint32_t *d, Src A, Src B, Src C, uint64_t vcc, uint64_t ex);
@@ -188,6 +188,6 @@ void div_fixup(uint32_t *d, Src Den, Src Num, uint64_t ex);
 uint64_t dpp_gather(uint32_t *g, const uint32_t *row, const int8_t *lanes, uint64_t ex, int bound_zero,
                     uint32_t keep, uint32_t flip);
 void bitop3(uint32_t *d, Src A, Src B, Src C, int table, uint64_t ex);
-void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const double *ladder, int top, int over,
-                     int nan_code, int half, int high, uint64_t ex);
+void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const double *ladder, const int16_t *first,
+                     int top, int over, int nan_code, int half, int high, uint64_t ex);
 void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src B2, Src C2, uint64_t ex);

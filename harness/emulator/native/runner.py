@@ -1,12 +1,16 @@
 """run_wave on the fast path: C runs from the wave's PC until an instruction it does not
 translate (or a check that fails), then that one instruction goes to its numpy executor, and
-C resumes after it. The SGPRs are a Python list for the executors: copied in and out around C."""
+C resumes after it. The SGPRs are a Python list for the executors: copied out after C, and in
+only when an executor changed them since (a wave stopped at a barrier resumes without a copy)."""
 import ctypes
+import struct
 
 import numpy as np
 
 from .. import executor
 from .program import BARRIER_STOP, BYTE_KINDS, END_STOP, NEED_NUMPY, State
+
+SGPRS = struct.Struct("<128I")
 
 
 class LaunchState:
@@ -40,6 +44,7 @@ class LaunchState:
         """The wave's C state: pointers into its own arrays and its workgroup's LDS."""
         state = State()
         wave.native_s = np.zeros(128, np.uint32)
+        wave.native_list = None  # the SGPRs as C left them (None: C's copy is stale)
         state.v, state.s = wave.v.ctypes.data, wave.native_s.ctypes.data
         lds = wave.lds
         state.lds, state.lds_size, state.checked = lds.bytes.ctypes.data, lds.size, int(lds.checked)
@@ -73,10 +78,12 @@ def run_wave(launch, w, budget: int) -> int:
         if i < count and translated[i]:
             state.current = (w.lds.epoch + 1) << 16
             state.mine = state.current | (w.index + 1)
-            w.native_s[:] = w.s
+            if w.s != w.native_list:
+                SGPRS.pack_into(w.native_s, 0, *w.s)
             state.scc = w.scc
             w.pc = run(w.native_ref, i, budget - n, native.hits_address)
-            w.s[:] = w.native_s.tolist()
+            w.native_list = w.native_s.tolist()
+            w.s[:] = w.native_list
             w.scc = state.scc
             n += state.executed
             w.clock += state.executed

@@ -236,13 +236,36 @@ static inline uint32_t packed_code(const uint32_t *rows, int l, int j, int width
     return rows[(bit / 32) * 64 + l] >> (bit % 32) & ((1u << width) - 1u);
 }
 
+typedef double Lanes4 __attribute__((vector_size(32)));
+
+/* the m x m products of A's rows and B's rows (both length k, k a multiple of 4), two by two
+   so each load serves two sums; the sums are exact, so any order gives numpy's bits
+   (target_clones: AVX2 where the CPU has it, SSE2 otherwise, the same sums either way) */
+__attribute__((target_clones("avx2", "default")))
+static void products(double *D, const double *A, const double *B, int m, int k) {
+    for (int i = 0; i < m; i += 2)
+        for (int j = 0; j < m; j += 2) {
+            const double *a0 = A + i * k, *a1 = a0 + k, *b0 = B + j * k, *b1 = b0 + k;
+            Lanes4 s00 = {0}, s01 = {0}, s10 = {0}, s11 = {0};
+            for (int q = 0; q < k; q += 4) {
+                Lanes4 x0, x1, y0, y1;
+                memcpy(&x0, a0 + q, 32); memcpy(&x1, a1 + q, 32);
+                memcpy(&y0, b0 + q, 32); memcpy(&y1, b1 + q, 32);
+                s00 += x0 * y0; s01 += x0 * y1; s10 += x1 * y0; s11 += x1 * y1;
+            }
+            D[i * m + j] = (s00[0] + s00[1]) + (s00[2] + s00[3]);
+            D[i * m + j + 1] = (s01[0] + s01[1]) + (s01[2] + s01[3]);
+            D[(i + 1) * m + j] = (s10[0] + s10[1]) + (s10[2] + s10[3]);
+            D[(i + 1) * m + j + 1] = (s11[0] + s11[1]) + (s11[2] + s11[3]);
+        }
+}
+
 /* matrix.build_mfma for operands whose float64 sums are exact: D = A x B + C, rounded once */
 void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c, double c_value,
                 int m, int k, int per_lane, const double *table_a, int width_a, const double *table_b,
                 int width_b, const int32_t *ks_a, const int32_t *ks_b, const int32_t *out_rows, uint64_t ex) {
-    /* A by rows and B by columns, both contiguous in K; the sums are exact, so four partial sums
-       (any order) give numpy's matmul bits */
-    static double A[2048], B[2048];
+    /* A by rows and B by columns, both contiguous in K */
+    static double A[2048], B[2048], D[1024];
     uint32_t t[16 * 64];
     int registers = m * m / 64;
     memset(A, 0, sizeof(double) * m * k);
@@ -252,29 +275,27 @@ void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_
             A[(l % m) * k + ks_a[l * per_lane + j]] = table_a[packed_code(a, l, j, width_a)];
             B[(l % m) * k + ks_b[l * per_lane + j]] = table_b[packed_code(b, l, j, width_b)];
         }
+    products(D, A, B, m, k);
     for (int r = 0; r < registers; r++)
         for (int l = 0; l < 64; l++) {
-            const double *row = A + out_rows[r * 64 + l] * k, *col = B + (l % m) * k;
-            double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-            for (int q = 0; q < k; q += 4) {
-                s0 += row[q] * col[q]; s1 += row[q + 1] * col[q + 1];
-                s2 += row[q + 2] * col[q + 2]; s3 += row[q + 3] * col[q + 3];
-            }
             double acc = c ? (double)F(c[r * 64 + l]) : c_value;
-            t[r * 64 + l] = U((float)(((s0 + s1) + (s2 + s3)) + acc));
+            double sum = D[out_rows[r * 64 + l] * m + l % m];
+            t[r * 64 + l] = U((float)(isnan(sum) ? sum : sum + acc));  /* numpy: the first NaN */
         }
     for (int r = 0; r < registers; r++) put(d + r * 64, t + r * 64, ex);
 }
 
-/* numerics.encode_minifloat: nearest code of the ladder of finite positives, ties to even */
-static uint32_t encode_minifloat(float x, const double *v, int top, int over, int nan_code, int half,
-                                 int saturate) {
+/* numerics.encode_minifloat: nearest code of the ladder of finite positives, ties to even.
+   first[b]: the ladder's lower bound for the smallest float whose bits >> 20 are b (the
+   float's exponent and 3 mantissa bits), so a short walk up finds the bound for x itself */
+static uint32_t encode_minifloat(float x, const double *v, const int16_t *first, int top, int over,
+                                 int nan_code, int half, int saturate) {
     double mag = fabs((double)x);
     uint32_t code;
     if (isnan(mag)) code = nan_code;
     else {
-        int lo = 0, hi = top + 1;
-        while (lo < hi) { int mid = (lo + hi) / 2; if (v[mid] < mag) lo = mid + 1; else hi = mid; }
+        int lo = first[(U(x) & 0x7FFFFFFFu) >> 20];
+        while (lo <= top && v[lo] < mag) lo++;
         int upper = lo < 1 ? 1 : lo > top ? top : lo;
         double below = v[upper - 1], above = v[upper];
         int pick = (mag - below > above - mag) || ((mag - below == above - mag) && upper % 2 == 0);
@@ -286,12 +307,12 @@ static uint32_t encode_minifloat(float x, const double *v, int top, int over, in
     return code | (U(x) >> 31) * half;
 }
 
-void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, int top, int over, int nan_code,
-                      int half, int saturate, int high, uint64_t ex) {
+void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, const int16_t *first, int top,
+                      int over, int nan_code, int half, int saturate, int high, uint64_t ex) {
     uint32_t t[64];
     for (int l = 0; l < 64; l++) {
-        uint32_t pair = encode_minifloat(F(LANE(A, l)), ladder, top, over, nan_code, half, saturate)
-                      | encode_minifloat(F(LANE(B, l)), ladder, top, over, nan_code, half, saturate) << 8;
+        uint32_t pair = encode_minifloat(F(LANE(A, l)), ladder, first, top, over, nan_code, half, saturate)
+                      | encode_minifloat(F(LANE(B, l)), ladder, first, top, over, nan_code, half, saturate) << 8;
         t[l] = high ? (d[l] & 0xFFFFu) | pair << 16 : (d[l] & 0xFFFF0000u) | pair;
     }
     put(d, t, ex);
@@ -366,14 +387,14 @@ void bitop3(uint32_t *d, Src A, Src B, Src C, int table, uint64_t ex) {
 
 /* v_cvt_scalef32_pk_fp8/bf8_f32: each value over 2^(exponent of the scale - 127), in double,
    rounded to f32, then encoded without saturation (matrix.cvt_scalef32) */
-void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const double *ladder, int top, int over,
-                     int nan_code, int half, int high, uint64_t ex) {
+void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const double *ladder, const int16_t *first,
+                     int top, int over, int nan_code, int half, int high, uint64_t ex) {
     uint32_t t[64];
     for (int l = 0; l < 64; l++) {
         double factor = ldexp(1.0, (int)(LANE(Scale, l) >> 23 & 0xFF) - 127);
         float x = (float)((double)F(LANE(A, l)) / factor), y = (float)((double)F(LANE(B, l)) / factor);
-        uint32_t pair = encode_minifloat(x, ladder, top, over, nan_code, half, 0)
-                      | encode_minifloat(y, ladder, top, over, nan_code, half, 0) << 8;
+        uint32_t pair = encode_minifloat(x, ladder, first, top, over, nan_code, half, 0)
+                      | encode_minifloat(y, ladder, first, top, over, nan_code, half, 0) << 8;
         t[l] = high ? (d[l] & 0xFFFFu) | pair << 16 : (d[l] & 0xFFFF0000u) | pair;
     }
     put(d, t, ex);
