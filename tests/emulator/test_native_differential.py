@@ -246,3 +246,43 @@ def test_random_sequences_match_the_numpy_executors(codes, full_exec):
         fast = run_one(code, start, native=True, steps=fast_steps)
         assert first_step_apart(code, reference_steps, fast_steps) is None
         assert differences(reference, fast) == [], (at, full_exec)
+
+
+def ladder_edges() -> np.ndarray:
+    """Every fp8/bf8 value, the ties halfway between neighbours and a float either side of
+    each tie, the overflow limits, both signs: where a rounding walk can go wrong."""
+    from harness.emulator.numerics import FORMATS
+    found = []
+    for kind in ("fp8", "bf8"):
+        values = FORMATS[kind][0][:128].astype(np.float32)
+        finite = values[np.isfinite(values)]
+        halves = ((finite[:-1].astype(np.float64) + finite[1:]) / 2).astype(np.float32)
+        top = finite[-1] + (finite[-1] - finite[-2]) / 2
+        for point in [*finite, *halves, top, np.float32(1e30), np.float32(1e-30)]:
+            point = np.float32(point)
+            found += [point, np.nextafter(point, np.float32(np.inf)), np.nextafter(point, np.float32(0))]
+    found = np.array(found, np.float32)
+    return np.concatenate([found, -found, [np.inf, -np.inf, np.nan]]).astype(np.float32)
+
+
+def test_fp8_encoding_matches_at_every_tie_and_limit(codes):
+    """v_cvt_pk_{fp8,bf8}_f32 (negated, and into the high half) and the scalef32 forms on each
+    ladder edge: C walks up from a table, numpy searches; both must pick the same code."""
+    edges = ladder_edges()
+    rows = np.resize(edges, 44 * 64).reshape(44, 64)
+    scale = (np.array([127, 126, 130, 120, 127, 133, 127, 124] * 8, np.uint32) << 23)
+    forms = ["v_cvt_pk_fp8_f32 v{d}, v{a}, v{b}", "v_cvt_pk_bf8_f32 v{d}, v{a}, v{b} op_sel:[0,0,1]",
+             "v_cvt_pk_fp8_f32 v{d}, -v{a}, |v{b}|",
+             "v_cvt_scalef32_pk_fp8_f32 v{d}, v{a}, v{b}, v44",
+             "v_cvt_scalef32_pk_bf8_f32 v{d}, v{a}, v{b}, v44 op_sel:[0,0,0,1]"]
+    lines = [forms[k % len(forms)].format(d=48 + k % 16, a=2 * k % 44, b=(2 * k + 1) % 44)
+             for k in range(110)]
+    code = load_code_object(assemble("".join(f"  {x}\n" for x in lines + ["s_endpgm"]), lds=4096))
+    start = start_state(7, 0, True)
+    start.v[:44] = rows.view(np.uint32)
+    start.v[44] = scale
+    reference_steps, fast_steps = [], []
+    run_one(code, start, native=False, steps=reference_steps)
+    run_one(code, start, native=True, steps=fast_steps)
+    assert all(native_program.source(code.program)[1][:-1])
+    assert first_step_apart(code, reference_steps, fast_steps) is None
