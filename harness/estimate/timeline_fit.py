@@ -1,0 +1,190 @@
+"""The gfx950 timing model's free figures, fitted once on aiter's own kernels against the public logs,
+and the leave-one-file-out test of that fit.
+
+A benchmark-mode figure (a row of data/mi355x_costs.json at one shape) is predicted as its host part
+plus its stage-1 launch: the host part is what today's model prices from the facts (the Python call,
+small torch launches, allocations, aiter's metadata / reduce / quant helpers at their fixed costs) and
+the host syncs at one fitted cost; the launch is gfx950_timeline.price_launch of the stage-1 kernel's
+trace (aiter_traces.py). Fitted: FREE_FIGURES (achieved HBM bandwidth, memory latency, clock under
+load, launch gap) and the sync cost, by least squares on relative error inside BOUNDS. A shape on the
+torch GEMM path has no stage-1 launch: it is priced by today's fitted GEMM curve (model.py), refitted
+without its file, and marked so. Everything here is an estimate of MI355X time, a model.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.estimate import aiter_traces
+from harness.estimate import calibration as calib
+from harness.estimate import fit as curves
+from harness.estimate.fit import LeftOut
+from harness.estimate.gfx950_timeline import FREE_FIGURES, load_figures, price_launch
+from harness.estimate.model import Model, estimate_shape, price
+
+SYNC = "sync_us"
+PARAMETERS = FREE_FIGURES + (SYNC,)
+# (low, high, start when the figures file gives none): each a range a fit may not leave
+BOUNDS = {
+    "hbm_bytes_per_second": (2.0e12, 8.0e12),  # up to the 8 TB/s peak (data/mi355x_costs.json hardware)
+    "memory_latency_cycles": (300.0, 3000.0),  # LDS-like to several round trips of HBM
+    "clock_hz": (1.2e9, 2.4e9),                # up to the 2.4 GHz peak clock
+    "launch_gap_us": (0.5, 10.0),
+    SYNC: (0.0, 300.0),                        # a host sync waits for the GPU's queued work
+}
+GEMM_NOTE = "GEMM path: today's fitted GEMM curve"
+STEP = 1e-3          # finite-difference step, in log of each figure
+ITERATIONS = 25
+
+
+@dataclass(frozen=True)
+class Point:
+    """One benchmark-mode figure and what its prediction is made of."""
+    row: calib.Row
+    shape: tuple
+    actual_us: float
+    launches: tuple
+    host_us: float       # the facts' fixed costs, syncs left out
+    syncs: int
+    stage: aiter_traces.Stage1 | None  # None: the torch GEMM path
+
+    @property
+    def file(self) -> str:
+        return self.row.file
+
+
+def points(cal: calib.Calibration) -> list[Point]:
+    """Every benchmark-mode figure of the data file, its host part priced from the facts."""
+    facts = Model(calibration=cal, coefficients={}, fitted=frozenset())
+    found = []
+    for row in (r for r in cal.rows if r.mode == "benchmark"):
+        for shape, us in sorted(row.times_us.items()):
+            launches = calib.row_launches(row, shape)
+            host = sum(price(l, facts).us for l in launches if l.kind not in ("asm", "sync", "gemm"))
+            syncs = sum(l.count for l in launches if l.kind == "sync")
+            found.append(Point(row, shape, us, tuple(launches), host, syncs, aiter_traces.stage1_of(row, shape)))
+    return found
+
+
+class Launches:
+    """The stage-1 traces of the points, priced at many figure sets: trace by trace, so the timing
+    model prepares each trace once per batch of figure sets."""
+
+    def __init__(self, traces: dict):
+        self.traces = traces  # (Stage1, shape) -> LaunchTrace
+        self.keys = sorted(traces, key=lambda key: (key[1], key[0]))
+
+    @classmethod
+    def of(cls, found: list[Point], get=None) -> "Launches":
+        """get(stage, shape) -> LaunchTrace; default: the estimate cache's, emulated where missing."""
+        get = get or (lambda stage, shape: aiter_traces.stage1_trace(stage, shape)[0])
+        wanted = {(p.stage, p.shape) for p in found if p.stage is not None}
+        return cls({key: get(*key) for key in wanted})
+
+    def times(self, vectors: list[dict]) -> list[dict]:
+        """Per figure set ({free figure: value}), each launch's microseconds."""
+        figures = [load_figures({k: v for k, v in vector.items() if k in FREE_FIGURES}) for vector in vectors]
+        found: list[dict] = [{} for _ in vectors]
+        for key in self.keys:
+            for k, chosen in enumerate(figures):
+                found[k][key] = price_launch(self.traces[key], chosen).microseconds
+        return found
+
+
+def predict(point: Point, values: dict, launch_us: dict) -> float:
+    return point.host_us + point.syncs * values[SYNC] + launch_us[(point.stage, point.shape)]
+
+
+def start() -> dict:
+    """The figures file's values of the free figures, no sync cost: where every fit starts."""
+    figures = load_figures()
+    found = {name: figures[name] for name in FREE_FIGURES}
+    found[SYNC] = 0.0
+    return found
+
+
+def _to_vector(values: dict) -> np.ndarray:
+    """The fit's coordinates: log of each figure (they span orders of magnitude); the sync cost as
+    it is (it may be 0)."""
+    return np.array([math.log(values[name]) if name != SYNC else values[name] for name in PARAMETERS])
+
+
+def _to_values(vector: np.ndarray) -> dict:
+    return {name: (math.exp(x) if name != SYNC else float(x)) for name, x in zip(PARAMETERS, vector)}
+
+
+def _limits() -> tuple[np.ndarray, np.ndarray]:
+    low = [math.log(BOUNDS[n][0]) if n != SYNC else BOUNDS[n][0] for n in PARAMETERS]
+    high = [math.log(BOUNDS[n][1]) if n != SYNC else BOUNDS[n][1] for n in PARAMETERS]
+    return np.array(low), np.array(high)
+
+
+def _residuals(fitted: list[Point], values: dict, launch_us: dict) -> np.ndarray:
+    return np.array([predict(p, values, launch_us) / p.actual_us - 1 for p in fitted])
+
+
+def _trial(fitted: list[Point], launches: Launches, x: np.ndarray) -> tuple:
+    """Residuals at x and their Jacobian (forward differences; the sync cost is linear)."""
+    moved = [x] + [x + STEP * np.eye(len(x))[k] for k in range(len(FREE_FIGURES))]
+    times = launches.times([_to_values(v) for v in moved])
+    base = _residuals(fitted, _to_values(x), times[0])
+    columns = [(_residuals(fitted, _to_values(x), t) - base) / STEP for t in times[1:]]
+    columns.append(np.array([p.syncs / p.actual_us for p in fitted]))
+    return base, np.stack(columns, axis=1)
+
+
+def fit(fitted: list[Point], launches: Launches, initial: dict | None = None) -> dict:
+    """The parameters that minimise the squared relative errors of `fitted` (asm-path points), each kept
+    inside BOUNDS: Levenberg-Marquardt steps clipped to the bounds."""
+    fitted = [p for p in fitted if p.stage is not None]
+    low, high = _limits()
+    x = np.clip(_to_vector(initial or start()), low, high)
+    residual, jacobian = _trial(fitted, launches, x)
+    damping = 1e-2
+    for _ in range(ITERATIONS):
+        normal = jacobian.T @ jacobian
+        scale = np.diag(normal) + 1e-12
+        step = np.linalg.solve(normal + damping * np.diag(scale), -jacobian.T @ residual)
+        candidate = np.clip(x + step, low, high)
+        if np.allclose(candidate, x, rtol=0, atol=1e-7):
+            break
+        new_residual, new_jacobian = _trial(fitted, launches, candidate)
+        if new_residual @ new_residual < residual @ residual:
+            gain = 1 - (new_residual @ new_residual) / max(residual @ residual, 1e-300)
+            x, residual, jacobian, damping = candidate, new_residual, new_jacobian, damping / 3
+            if gain < 1e-5:
+                break
+        else:
+            damping *= 4
+    return _to_values(x)
+
+
+def _gemm_us(point: Point, model: Model) -> float:
+    return estimate_shape(point.shape, list(point.launches), model).us
+
+
+def leave_one_file_out(cal: calib.Calibration, found: list[Point], launches: Launches,
+                       progress=None) -> list[LeftOut]:
+    """Each timed file dropped with all its figures, the free figures refitted, its figures predicted."""
+    left_out = []
+    for name in sorted({p.file for p in found}):
+        kept = [p for p in found if p.file != name]
+        values = fit(kept, launches)
+        mine = [p for p in found if p.file == name]
+        launch_us = launches.times([values])[0] if any(p.stage for p in mine) else {}
+        curve = curves.fit(cal, frozenset({name})) if any(p.stage is None for p in mine) else None
+        for p in mine:
+            us = predict(p, values, launch_us) if p.stage is not None else _gemm_us(p, curve)
+            note = "" if p.stage is not None else GEMM_NOTE
+            left_out.append(LeftOut(p.row.id, name, p.shape, p.actual_us, us, us, us, note))
+        if progress:
+            progress(name, values)
+    return left_out
+
+
+def described(values: dict) -> str:
+    units = {"hbm_bytes_per_second": (1e12, "TB/s"), "memory_latency_cycles": (1, "cycles"),
+             "clock_hz": (1e9, "GHz"), "launch_gap_us": (1, "us"), SYNC: (1, "us a sync")}
+    return ", ".join(f"{name} {values[name] / units[name][0]:.3g} {units[name][1]}" for name in PARAMETERS)
