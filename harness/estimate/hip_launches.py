@@ -8,15 +8,31 @@ runs a few thousand KV rows a second, not the official shapes); each kernel's co
 a fixed part per workgroup plus a part per KV tile (executed.py), its grid kept as the longer recording
 launched it, and its memory bytes extrapolated linearly in the KV length. The child's "estimate" request
 runs the call twice (checked, then recorded) on one input: the emulator's counts of the request are halved.
+
+Where the summary names a kernel's traces (TRACES: the .npz files harness/emulator/trace.py saves, one a
+launch), the kernel is priced by the gfx950 timing model (gfx950_timeline.py) instead: its launches'
+timelines at each recorded length, extrapolated linearly in the KV length to the shape's.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.emulator import trace as tracing
 from harness.estimate import executed
 from harness.estimate.calibration import Launch
 
 EMULATED_ROWS = 4096  # KV rows one emulated call reads at most (two tiles per sequence at least)
 NOT_MEMORY = ("bytes.lds_read", "bytes.lds_write", "bytes.lds_dma")  # LDS, and LDS-DMA's bytes counted as loads
 MARK = "[gfx950 emulated]"
+TRACES = "traces"  # a summary entry's trace files, one a launch in order (the request's calls one after the other)
+
+
+@dataclass(frozen=True)
+class TracedFit(executed.ExecutedFit):
+    """A kernel's executed counts, and the traces of its launches the timing model prices."""
+    traced: tuple = ()   # ((kv length, (LaunchTrace of each launch of one call, ...)), ...), shortest first
+    kv: int = 0          # the KV length of the shape it prices
 
 
 def lengths(batch: int, kv: int, budget: int = EMULATED_ROWS) -> list[int]:
@@ -39,7 +55,8 @@ def one_call(emulated: dict) -> tuple[dict, list]:
             uneven.append(kernel)
         counts = {key: value / 2 for key, value in (entry.get("counts") or {}).items()}
         counts["waves_per_workgroup"] = (entry.get("counts") or {}).get("waves_per_workgroup", 0)
-        found[kernel] = {"launches": max(1, launches // 2), "counts": counts}
+        found[kernel] = {"launches": max(1, launches // 2), "counts": counts,
+                         TRACES: list(entry.get(TRACES) or [])[launches // 2:]}  # the second call's
     return found, uneven
 
 
@@ -75,6 +92,7 @@ def launches(calls: list, batch: int, kv: int) -> tuple[list, str]:
         programs = int(counts.get("workgroups", 0) // count)
         nbytes = _extrapolated(calls, kernel, kv)
         fit, why = _fit(kernel, entry, programs, fits)
+        fit, why = _traced(kernel, calls, kv, fit, why)
         found.append(Launch("hip", f"{kernel} ({programs} workgroups) {MARK}", count=count, bytes=nbytes,
                             programs=programs, kernel=kernel, fit=fit, unpriced=why))
     return found, ""
@@ -100,3 +118,18 @@ def _fit(kernel: str, entry: dict, programs: int, fits) -> tuple:
     per_wave = {key: value / (programs * waves * entry["launches"]) for key, value in entry["counts"].items()
                 if key in executed.PRICED or key.startswith("mfma_by_name.")}
     return executed.ExecutedFit(kernel, "KV tile", waves, per_wave, {}, 1, 0.0), ""
+
+
+def _traced(kernel: str, calls: list, kv: int, fit, why: str) -> tuple:
+    """The kernel's fit with its launches' traces at every recorded length (TracedFit), where the
+    summaries name them; else the fit as it was."""
+    traced = []
+    for length, summary in calls:
+        entry = summary.get(kernel) or {}
+        paths = entry.get(TRACES) or []
+        if len(paths) != entry.get("launches") or not all(Path(p).is_file() for p in paths):
+            return fit, why
+        traced.append((length, tuple(tracing.load(Path(p)) for p in paths)))
+    base = fit or executed.ExecutedFit(kernel, "KV tile", traced[-1][1][0].resources.waves_per_workgroup,
+                                       {}, {}, len(calls), 0.0)
+    return TracedFit(**vars(base), traced=tuple(traced), kv=kv), ""

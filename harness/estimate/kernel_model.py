@@ -153,6 +153,8 @@ def price_executed(nbytes: float, programs: int, count: int, units: float, fit, 
     the grid keeps busy, LDS bytes at the LDS rate on its busy CUs, against its bytes at the peak. Instructions: the
     larger of SIMD time and LDS time (their sum at the high end; VALU and MFMA co-executed at the low end); with 2 or
     more waves per SIMD the larger of bytes and instructions, else their sum, as price() does."""
+    if getattr(fit, "traced", None):  # hip_launches.TracedFit: the timing model prices its traces
+        return price_traced(fit, peak_bandwidth, slowest_bandwidth)
     per_wave = fit.per_wave(units)
     waves = count * programs * fit.waves
     cus = min(compute_units, programs)
@@ -191,3 +193,37 @@ def fit_words(fit, costs: Costs) -> str:
             f"{fit.per_unit.get('by_class.LDS', 0):.0f} LDS per wave; fitted to {fit.calls} emulated "
             f"calls{replayed}, misfit {fit.misfit:.1%}; {fit.waves} waves/program; "
             f"LDS {costs.lds_bytes_per_clock:g} B/clock/CU")
+
+
+TIMELINE = "gfx950 timing model over the emulator's traces"
+
+
+def price_traced(fit, peak_bandwidth: float, slowest_bandwidth: float) -> KernelPrice:
+    """A kernel's launches priced by the gfx950 timing model (gfx950_timeline.py) from their traces at
+    each recorded KV length, extrapolated linearly to the shape's (fit.kv); the launch gap left to the
+    caller. The band: the bytes at the peak and at the slowest fitted bandwidth."""
+    from harness.estimate import gfx950_timeline as timeline
+
+    def at(bandwidth: float | None) -> tuple[float, list]:
+        figures = timeline.load_figures({"hbm_bytes_per_second": bandwidth} if bandwidth else None)
+        points = []
+        for length, traces in fit.traced:
+            priced = [timeline.price_launch(trace, figures) for trace in traces]
+            points.append((length, sum(p.microseconds - p.parts["launch"] for p in priced), priced))
+        (short, short_us, _), (long, long_us, last) = points[0], points[-1]
+        slope = (long_us - short_us) / (long - short) if long != short else long_us / long
+        return max(0.0, long_us + slope * (fit.kv - long)), last
+
+    point, priced = at(None)
+    low, high = at(peak_bandwidth)[0], at(slowest_bandwidth)[0]
+    first = priced[0]
+    unfitted = "" if timeline.load_figures().fitted else ", figures not yet fitted"
+    lengths = " and ".join(str(length) for length, _ in fit.traced)
+    figures = (f"{first.bound}-bound at kv {lengths}" + (f", extrapolated to kv {fit.kv}" if lengths != str(fit.kv)
+                                                           else ""))
+    return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point),
+                       bytes_us=sum(p.parts["bandwidth"] for p in priced),
+                       instructions_us=sum(max(p.parts["issue"], p.parts["latency"]) for p in priced),
+                       method=TIMELINE + unfitted,
+                       detail=f"{fit.kernel}: " + "; ".join(first.lines[:-1] if unfitted else first.lines),
+                       figures=figures)

@@ -187,3 +187,30 @@ def test_a_million_steps_price_in_well_under_a_second():
     priced = timeline.price_launch(trace, timeline.load_figures({"clock_hz": 2.1e9}))
     assert time.perf_counter() - started < 3.0  # ~0.5 s alone; room for a busy 2-core machine
     assert priced.microseconds > GAP
+
+
+def test_a_hip_kernel_with_traces_is_priced_by_the_timeline_extrapolated_in_kv(tmp_path):
+    from harness.estimate import fit, hip_launches, kernel_model, model as cost
+    code = [("global_load_dword", "v1, v[2:3], off"), ("s_waitcnt", "vmcnt(0)"), ENDPGM]
+    summaries = []
+    for kv, wave in ((32, [0, 1, 2]), (64, [0, 0, 1, 2])):  # 798 cycles at kv 32, 802 at kv 64
+        paths = []
+        for call in range(2):  # the request's two calls
+            path = tmp_path / f"k{kv}-{call}.npz"
+            traced(code, [wave], grid=(8, 1, 1), lanes=1).save(path)
+            paths.append(str(path))
+        counts = {"workgroups": 16, "waves_per_workgroup": 1, "by_class.VALU": 2 * kv,
+                  "bytes.global_load": 2 * 8 * kv}
+        summaries.append((kv, hip_launches.one_call({"_Z1kv": {"launches": 2, "counts": counts,
+                                                               hip_launches.TRACES: paths}})[0]))
+    found, why = hip_launches.launches(summaries, 4, 8192)
+    assert why == "" and [length for length, _ in found[0].fit.traced] == [32, 64]
+    priced = kernel_model.price_traced(found[0].fit, 8e12, 1e12)
+    assert priced.us == pytest.approx(us(802 + 4 * (8192 - 64) / 32))  # 4 cycles more per 32 KV rows
+    assert "extrapolated to kv 8192" in priced.figures and "latency-bound" in priced.figures
+    model, _ = fit.calibrated_model()
+    row = cost.price(found[0], model, shape=(4, 8192))
+    assert row.basis.endswith(kernel_model.TIMELINE + ", figures not yet fitted")
+    assert "1 of 8 workgroups traced" in row.detail
+    untraced = [(kv, {"_Z1kv": dict(s["_Z1kv"], traces=[])}) for kv, s in summaries]
+    assert not hasattr(hip_launches.launches(untraced, 4, 8192)[0][0].fit, "traced")
