@@ -2,8 +2,9 @@
 import numpy as np
 
 from .errors import NotEmulated
-from .operands import EXEC, lane_mask_writer, parse
-from .valu import WIDTH, typed_reader
+from . import dpp
+from .operands import EXEC, lane_mask_writer, parse, vector_reader
+from .valu import WIDTH, typed, typed_reader
 from .wave import BITS_CACHE, FULL, LANES, lanes64, mask_bits
 
 FLOAT_TESTS = {
@@ -69,6 +70,8 @@ def build(ins, name: str):
         test = float_class
     else:
         read_b = typed_reader(b_op, kind, width=16 if width == 16 else width)
+    if ins.mnemonic.endswith("_sdwa") and test is not float_class:  # src0_sel / src1_sel
+        read_a, read_b = (sdwa_reader(ins, at, op, kind) for at, op in enumerate((a_op, b_op)))
     write = lane_mask_writer(destination)
     if not writes_exec and destination.kind == "s" and destination.count == 2:
         return compare_to_pair(test, read_a, read_b, destination.index, write)
@@ -83,6 +86,13 @@ def build(ins, name: str):
         write(w, lanes)
         w.s[EXEC], w.s[EXEC + 1] = bits & 0xFFFFFFFF, bits >> 32
     return run
+
+
+def sdwa_reader(ins, at: int, operand, kind: str):
+    """An SDWA source: the selected byte or word of the dword, then the compare's type."""
+    read = vector_reader(operand, 16 if WIDTH[kind] == 16 else 32, kind.startswith("f"))  # as valu.py
+    read = dpp.sdwa_source(read, ins.modifiers.get(f"src{at}_sel", "DWORD"), operand.sext)
+    return lambda w: typed(read(w), kind)
 
 
 def compare_to_pair(test, read_a, read_b, index, write):

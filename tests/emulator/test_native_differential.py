@@ -78,8 +78,33 @@ def matrix_line(rng) -> str:
     ])
 
 
+HALF_OPS = ["lshlrev_b16", "lshrrev_b16", "add_u16", "sub_u16", "mul_lo_u16"]
+PACKED_HALF_OPS = ["pk_lshlrev_b16", "pk_lshrrev_b16", "pk_add_u16", "pk_sub_u16", "pk_max_u16",
+                   "pk_min_u16", "pk_mul_lo_u16"]
+SDWA_OPS = ["lshlrev_b32", "add_u32", "and_b32", "xor_b32"]
+SDWA_TESTS = ["ne_u16", "eq_u16", "lt_i16", "gt_u16", "ge_i16", "ne_u32", "lt_i32"]
+SELECTS = ["BYTE_0", "BYTE_1", "BYTE_3", "WORD_0", "WORD_1", "DWORD"]
+
+
+def sixteen_bit_line(rng) -> str:
+    """16-bit integer ops, packed u16 ops and SDWA sources (the byte and word selects)."""
+    d, sel, other = vgpr(rng, True), rng.choice(SELECTS), rng.choice(SELECTS)
+    source = rng.choice([vgpr(rng), f"sext({vgpr(rng)})"])
+    halves = f"op_sel:[{rng.randrange(2)},{rng.randrange(2)}] op_sel_hi:[{rng.randrange(2)},{rng.randrange(2)}]"
+    return rng.choice([
+        f"v_{rng.choice(HALF_OPS)}_e32 {d}, {rng.choice([vgpr(rng), '8', '-3', sgpr(rng)])}, {vgpr(rng)}",
+        f"v_{rng.choice(PACKED_HALF_OPS)} {d}, {rng.choice([vgpr(rng), '8', '-2'])}, {vgpr(rng)} {halves}",
+        f"v_{rng.choice(SDWA_OPS)}_sdwa {d}, {vgpr(rng)}, {source} dst_sel:DWORD dst_unused:UNUSED_PAD"
+        f" src0_sel:{other} src1_sel:{sel}",
+        f"v_cmp_{rng.choice(SDWA_TESTS)}_sdwa {pair(rng)}, {vgpr(rng)}, {source} src0_sel:{sel} src1_sel:{other}",
+        f"v_cmp_{rng.choice(SDWA_TESTS)}_e64 {pair(rng)}, {rng.choice(['0', '5', sgpr(rng)])}, {vgpr(rng)}",
+    ])
+
+
 def alu_line(rng) -> str:
-    kind = rng.randrange(13)
+    kind = rng.randrange(14)
+    if kind == 13:
+        return sixteen_bit_line(rng)
     if kind == 12:
         return matrix_line(rng)
     d = vgpr(rng, True)
@@ -286,3 +311,39 @@ def test_fp8_encoding_matches_at_every_tie_and_limit(codes):
     run_one(code, start, native=True, steps=fast_steps)
     assert all(native_program.source(code.program)[1][:-1])
     assert first_step_apart(code, reference_steps, fast_steps) is None
+
+
+@pytest.mark.parametrize("full_exec", [True, False])
+def test_sixteen_bit_and_sdwa_forms_match(codes, full_exec):
+    """Each 16-bit, packed u16 and SDWA form many times over (the mixed sequences draw few)."""
+    rng = random.Random(11)
+    lines = [sixteen_bit_line(rng) for _ in range(150)] + ["s_endpgm"]
+    code = load_code_object(assemble("".join(f"  {line}\n" for line in lines), lds=4096))
+    assert all(native_program.source(code.program)[1])
+    start = start_state(12, 0, full_exec)
+    reference_steps, fast_steps = [], []
+    run_one(code, start, native=False, steps=reference_steps)
+    run_one(code, start, native=True, steps=fast_steps)
+    assert first_step_apart(code, reference_steps, fast_steps) is None
+
+
+def test_sdwa_compares_read_the_selected_byte_or_word(codes):
+    """v_cmp_*_sdwa: src0_sel picks a byte or word, sext sign-extends it (the numpy executor
+    once compared the whole low word); both paths against the lanes computed here."""
+    text = ("  v_cmp_ne_u16_sdwa s[6:7], v1, v2 src0_sel:BYTE_1 src1_sel:DWORD\n"
+            "  v_cmp_lt_i16_sdwa s[8:9], sext(v1), v2 src0_sel:BYTE_2 src1_sel:WORD_0\n  s_endpgm\n")
+    code = load_code_object(assemble(text, lds=4096))
+    start = start_state(3, 0, True)
+    rng = np.random.default_rng(5)
+    start.v[1] = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    start.v[2] = np.where(rng.random(64) < 0.5, start.v[1] >> 8 & 0xFF, 7)
+    byte1 = start.v[1].astype(np.int64) >> 8 & 0xFF
+    byte2 = start.v[1].astype(np.int64) >> 16 & 0xFF
+    signed = np.where(byte2 >= 128, byte2 - 256, byte2)
+    word = start.v[2].astype(np.int64) & 0xFFFF
+    signed_word = np.where(word >= 2**15, word - 2**16, word)
+    tests = (byte1 != word, signed < signed_word)
+    expected = [sum(1 << k for k in range(64) if test[k]) for test in tests]
+    for native in (False, True):
+        end = run_one(code, start, native=native)
+        assert [end.s[6] | end.s[7] << 32, end.s[8] | end.s[9] << 32] == expected, native

@@ -191,3 +191,5 @@ void bitop3(uint32_t *d, Src A, Src B, Src C, int table, uint64_t ex);
 void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const double *ladder, const int16_t *first,
                      int top, int over, int nan_code, int half, int high, uint64_t ex);
 void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src B2, Src C2, uint64_t ex);
+void sdwa_select(uint32_t *g, Src X, int shift, int width, int sext);
+void pk_u16(int op, uint32_t *d, Src A, Src B, int lo_a, int lo_b, int hi_a, int hi_b, uint64_t ex);

@@ -399,3 +399,30 @@ void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const double *ladder,
     }
     put(d, t, ex);
 }
+
+/* an SDWA source (dpp.sdwa_source): `width` bits at `shift`, zero- or sign-extended */
+void sdwa_select(uint32_t *g, Src X, int shift, int width, int sext) {
+    uint32_t mask = (1u << width) - 1u, top = 1u << (width - 1);
+    for (int l = 0; l < 64; l++) {
+        uint32_t field = LANE(X, l) >> shift & mask;
+        g[l] = sext ? (field ^ top) - top : field;
+    }
+}
+
+/* v_pk_*_u16 (valu_packed.half_op): each half's sources picked by op_sel / op_sel_hi */
+void pk_u16(int op, uint32_t *d, Src A, Src B, int lo_a, int lo_b, int hi_a, int hi_b, uint64_t ex) {
+    uint32_t t[64];
+    for (int l = 0; l < 64; l++) {
+        uint32_t a = LANE(A, l), b = LANE(B, l), out = 0;
+        for (int half = 0; half < 2; half++) {
+            uint32_t x = (half ? hi_a : lo_a) ? a >> 16 : a & 0xFFFFu;
+            uint32_t y = (half ? hi_b : lo_b) ? b >> 16 : b & 0xFFFFu;
+            uint32_t r = op == 0 ? x + y : op == 1 ? x - y : op == 2 ? x * y
+                       : op == 3 ? y << (x & 15) : op == 4 ? y >> (x & 15)
+                       : op == 5 ? (x > y ? x : y) : (x < y ? x : y);
+            out |= (r & 0xFFFFu) << (16 * half);
+        }
+        t[l] = out;
+    }
+    put(d, t, ex);
+}

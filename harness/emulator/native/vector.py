@@ -7,7 +7,7 @@ from ..valu_ops import OPS
 from .scalar import Skip, operand, sread, swrite
 
 SIGN = {32: 0x80000000, 64: 0x8000000000000000}
-F, I, U, B = "f32", "i32", "u32", "b32"
+F, I, U, B, H = "f32", "i32", "u32", "b32", "u16"
 # name -> (result type, source types, C on a, b, c: the sources' bits per lane)
 EXPRESSIONS = {
     "add_f32": (F, [F, F], "U(FADD(F(a), F(b)))"), "sub_f32": (F, [F, F], "U(FSUB(F(a), F(b)))"),
@@ -77,6 +77,11 @@ EXPRESSIONS = {
     "ashrrev_i64": ("i64", [U, "i64"], "(uint64_t)((int64_t)b >> (a & 63))"),
     "lshl_add_u64": ("u64", ["u64", U, "u64"], "(a << (b & 7)) + c"),
     "mov_b64": ("b64", ["b64"], "a"),
+    # 16-bit results: the low half, the high half cleared (valu.result_store)
+    "add_u16": (H, [H, H], "(uint16_t)(a + b)"), "sub_u16": (H, [H, H], "(uint16_t)(a - b)"),
+    "mul_lo_u16": (H, [H, H], "(uint16_t)(a * b)"),
+    "lshlrev_b16": (H, [H, H], "(uint16_t)((b & 0xFFFFu) << (a & 15u))"),
+    "lshrrev_b16": (H, [H, H], "(b & 0xFFFFu) >> (a & 15u)"),
 }
 FLOAT_TESTS = {"f": "0", "lt": "x < y", "eq": "x == y", "le": "x <= y", "gt": "x > y",
                "lg": "(x < y) || (x > y)", "ge": "x >= y", "o": "!isnan(x) && !isnan(y)",
@@ -86,6 +91,7 @@ FLOAT_TESTS = {"f": "0", "lt": "x < y", "eq": "x == y", "le": "x <= y", "gt": "x
 INT_TESTS = {"f": "0", "lt": "x < y", "eq": "x == y", "le": "x <= y", "gt": "x > y",
              "ne": "x != y", "ge": "x >= y", "t": "1"}
 TYPES = {"f32": ("float", "F"), "i32": ("int32_t", "(int32_t)"), "u32": ("uint32_t", ""),
+         "u16": ("uint16_t", "(uint16_t)"), "i16": ("int16_t", "(int16_t)"),
          "i64": ("int64_t", "(int64_t)"), "u64": ("uint64_t", "")}
 
 
@@ -127,9 +133,9 @@ def src(text: str, kind: str = "u32") -> str:
     if (op.neg or op.abs) and not is_float:
         raise Skip(text)
     if op.kind == "const":
-        if op.value is None:
+        if op.value is None or width_of(kind) == 16 and isinstance(op.value, float):
             raise Skip(text)
-        where, stride = f"konst({constant_bits(op, 32, is_float)}u)", 0
+        where, stride = f"konst({constant_bits(op, width_of(kind), is_float)}u)", 0
     elif op.kind == "v":
         where, stride = f"V({op.index})", 1
     elif op.kind == "s":
@@ -165,6 +171,31 @@ def plain_form(ins) -> bool:
     return not ins.modifiers and not ins.mnemonic.endswith(("_dpp", "_sdwa"))
 
 
+SDWA_MODIFIERS = {"src0_sel", "src1_sel", "dst_sel", "dst_unused"}
+
+
+def sdwa_form(ins) -> bool:
+    """An _sdwa instruction writing a whole dword (dst_sel:DWORD): only its sources select."""
+    return (ins.mnemonic.endswith("_sdwa") and not set(ins.modifiers) - SDWA_MODIFIERS
+            and ins.modifiers.get("dst_sel", "DWORD") == "DWORD")
+
+
+def selected(ins, sources: list[str], texts: list[str]) -> tuple[str, list[str]]:
+    """SDWA's src0_sel / src1_sel (dpp.sdwa_source): each selected source gathered into its
+    own row first; returns (the C that gathers, the sources to use)."""
+    from ..dpp import SDWA_SELECT
+    if not ins.mnemonic.endswith("_sdwa"):
+        return "", sources
+    gathers, out = [], list(sources)
+    for at, text in enumerate(texts[:2]):
+        shift, width = SDWA_SELECT[ins.modifiers.get(f"src{at}_sel", "DWORD")]
+        if width < 32:
+            gathers.append(f"uint32_t g{at}[64]; sdwa_select(g{at}, {sources[at]}, {shift}, {width},"
+                           f" {int(operand(text).sext)});")
+            out[at] = f"SRC(g{at}, 1, 4294967295u, 0u)"
+    return " ".join(gathers), out
+
+
 def row_of(text: str) -> int:
     op = operand(text)
     if op.kind != "v":
@@ -184,7 +215,7 @@ def dpp_form(ins) -> bool:
 
 
 def elementwise(ins, name):
-    if name not in EXPRESSIONS or not (plain_form(ins) or dpp_form(ins)):
+    if name not in EXPRESSIONS or not (plain_form(ins) or dpp_form(ins) or sdwa_form(ins)):
         raise Skip(name)
     result, kinds, expr = EXPRESSIONS[name]
     if OPS.get(name, (None, None))[:2] != (result, kinds):
@@ -207,7 +238,8 @@ def elementwise(ins, name):
     sources += [NO_SOURCE] * (3 - len(sources))
     if dpp_form(ins):
         return dpp_call(ins, name, row, texts[0], sources)
-    return f"op_{name}(V({row}), {', '.join(sources)}, EXEC64);"
+    gathers, sources = selected(ins, sources, texts)
+    return f"{{ {gathers} op_{name}(V({row}), {', '.join(sources)}, EXEC64); }}"
 
 
 def dpp_call(ins, name: str, row: int, first: str, sources: list[str]) -> str:
@@ -248,7 +280,7 @@ def mask_write(text: str, value: str) -> str:
 
 
 def compare(ins, name):
-    if not plain_form(ins):
+    if not (plain_form(ins) or sdwa_form(ins) and "dst_sel" not in ins.modifiers):
         raise Skip(name)
     parts = name.split("_")
     writes_exec, test, kind = parts[0] == "cmpx", parts[1], parts[2]
@@ -259,7 +291,8 @@ def compare(ins, name):
     if len(texts) == 2:
         texts = ["vcc"] + texts
     tail = " S[126] = (uint32_t)m; S[127] = (uint32_t)(m >> 32);" if writes_exec else ""
-    return (f"{{ uint64_t m = cmp_{test}_{kind}({src(texts[1], kind)}, {src(texts[2], kind)})"
+    gathers, (a, b) = selected(ins, [src(texts[1], kind), src(texts[2], kind)], texts[1:])
+    return (f"{{ {gathers} uint64_t m = cmp_{test}_{kind}({a}, {b})"
             f" & EXEC64; {mask_write(texts[0], 'm')}{tail} }}")
 
 
@@ -395,6 +428,33 @@ def dword(text: str, high: int, negated: int) -> str:
     return f"SRC(V({op.index + high}), 1, 4294967295u, {flip}u)"
 
 
+PACKED_16 = {"pk_add_u16": 0, "pk_sub_u16": 1, "pk_mul_lo_u16": 2, "pk_lshlrev_b16": 3,
+             "pk_lshrrev_b16": 4, "pk_max_u16": 5, "pk_min_u16": 6}
+
+
+def packed_16(ins):
+    """v_pk_*_u16 / b16 on two sources: op_sel picks each source's half for the low result,
+    op_sel_hi for the high one; a constant feeds both halves (valu_packed.half_op)."""
+    name = base_name(ins.mnemonic)
+    if set(ins.modifiers) - {"op_sel", "op_sel_hi"} or ins.mnemonic.endswith(("_dpp", "_sdwa")):
+        raise Skip(name)
+    sel, sel_hi = flags(ins, "op_sel", 0), flags(ins, "op_sel_hi", 1)
+    sources = []
+    for text in ins.operands[1:3]:
+        op = operand(text)
+        if op.neg or op.abs or op.kind not in ("v", "s", "const"):
+            raise Skip(text)
+        if op.kind == "const":
+            if not isinstance(op.value, int):
+                raise Skip(text)
+            half = constant_bits(op, 16, False)
+            sources.append(f"SRC(konst({half | half << 16}u), 0, 4294967295u, 0u)")
+        else:
+            sources.append(src(text))
+    return (f"pk_u16({PACKED_16[name]}, V({row_of(ins.operands[0])}), {', '.join(sources)},"
+            f" {sel[0]}, {sel[1]}, {sel_hi[0]}, {sel_hi[1]}, EXEC64);")
+
+
 FORMS = {"cndmask_b32": cndmask, "add_co_u32": carry("add", False),
          "addc_co_u32": carry("add", True), "sub_co_u32": carry("sub", False),
          "subb_co_u32": carry("sub", True), "subrev_co_u32": carry("subrev", False),
@@ -402,7 +462,8 @@ FORMS = {"cndmask_b32": cndmask, "add_co_u32": carry("add", False),
          "readfirstlane_b32": readlane, "mbcnt_lo_u32_b32": mbcnt(False),
          "mbcnt_hi_u32_b32": mbcnt(True), "mad_u64_u32": mad_64_32(False),
          "mad_i64_i32": mad_64_32(True), "div_scale_f32": div_scale, "div_fmas_f32": div_fmas,
-         "div_fixup_f32": div_fixup, "bitop3_b32": bitop3, **{name: packed for name in PACKED}}
+         "div_fixup_f32": div_fixup, "bitop3_b32": bitop3, **{name: packed for name in PACKED},
+         **{name: packed_16 for name in PACKED_16}}
 
 
 def valu(ins):
