@@ -78,8 +78,6 @@ class LaunchTime:
     workgroups_total: int
 
 
-# ---- what each instruction costs ----
-
 @dataclass
 class InstructionTable:
     """Per instruction index of a trace: its costs and roles, as numpy arrays."""
@@ -193,8 +191,6 @@ def classify(instructions: list, figures: Figures) -> InstructionTable:
             t.unknown.append(m)
     return t
 
-
-# ---- one wave's timeline ----
 
 @dataclass
 class PreparedWave:
@@ -318,8 +314,6 @@ def workgroup_timeline(waves: list, latencies: tuple) -> list:
     return times
 
 
-# ---- a CU's resident set, the launch ----
-
 def residency(resources, figures: Figures) -> tuple[int, str]:
     """(workgroups a CU holds at once, what limits it)."""
     def granted(used: float, granule: float, total: float) -> int:
@@ -335,8 +329,7 @@ def residency(resources, figures: Figures) -> tuple[int, str]:
     if resources.lds_bytes:
         by["LDS"] = int(figures["lds_bytes_per_cu"] // resources.lds_bytes)
     limit = min(by, key=by.get)
-    words = {"LDS": f"{resources.lds_bytes:,} B of LDS",
-             "VGPRs": f"{resources.vgprs}+{resources.agprs} VGPRs",
+    words = {"LDS": f"{resources.lds_bytes:,} B of LDS", "VGPRs": f"{resources.vgprs}+{resources.agprs} VGPRs",
              "SGPRs": f"{resources.sgprs} SGPRs", "waves/SIMD": "wave slots"}[limit]
     return max(1, by[limit]), f"{words}, {waves} waves a workgroup"
 
@@ -387,8 +380,10 @@ def prepared(trace: LaunchTrace, figures: Figures):
     return table, groups
 
 
-def price_launch(trace: LaunchTrace, figures: Figures | None = None) -> LaunchTime:
-    """The launch's MI355X time from its traced workgroups (the rest taken to be like them)."""
+def price_launch(trace: LaunchTrace, figures: Figures | None = None, nbytes: float | None = None) -> LaunchTime:
+    """The launch's MI355X time from its traced workgroups (the rest taken to be like them).
+    nbytes: the launch's memory bytes where the caller knows them (a persistent launch traces its
+    busiest workgroup only: its bytes times the grid would overstate them); else scaled from the traced."""
     figures = figures or load_figures()
     table, groups = prepared(trace, figures)
     if not groups:
@@ -402,16 +397,16 @@ def price_launch(trace: LaunchTrace, figures: Figures | None = None) -> LaunchTi
     clock, gap = figures["clock_hz"], figures["launch_gap_us"]
     cycles = {part: sum(n * getattr(s, part) for n, s in sets) for part in ("issue", "latency")}
     compute_us = sum(n * max(s.issue, s.latency) for n, s in sets) / clock * 1e6
-    nbytes = sum(w.hbm_bytes for waves in groups.values() for w in waves) / len(groups) * total
+    given = nbytes is not None
+    nbytes = nbytes if given else sum(w.hbm_bytes for ws in groups.values() for w in ws) / len(groups) * total
     parts = {"issue": cycles["issue"] / clock * 1e6, "latency": cycles["latency"] / clock * 1e6,
              "bandwidth": nbytes / figures["hbm_bytes_per_second"] * 1e6, "launch": gap}
     bound = max(("issue", "latency", "bandwidth"), key=parts.get)
-    rounds = full + (1 if rest else 0)
-    lines = [schedule_line(trace, len(groups), held, busiest, rounds, figures),
+    lines = [schedule_line(trace, len(groups), held, busiest, full + (1 if rest else 0), figures),
              f"{bound}-bound: " + ", ".join(f"{k} {v:.2f} us" for k, v in parts.items()),
              latency_line(sets[0][1].longest, figures), issue_line(sets[0][1], groups),
-             f"{nbytes / 1e6:.3g} MB to or from memory at {figures['hbm_bytes_per_second'] / 1e12:.2f} TB/s "
-             "(HBM; bytes read again from L2 or MALL not told apart)"]
+             f"{nbytes / 1e6:.3g} MB ({'given' if given else 'the traced workgroups scaled to the grid'}) to or "
+             f"from memory at {figures['hbm_bytes_per_second'] / 1e12:.2f} TB/s (HBM; L2/MALL hits not told apart)"]
     if table.by_shape:
         lines.append("MFMA priced by its tile shape (no pass figure): " + ", ".join(sorted(set(table.by_shape))))
     if table.unknown:
@@ -438,7 +433,7 @@ def latency_line(wave: WaveTime, figures: Figures) -> str:
             words.append(f"{wave.round_trips[c]} {name} x {each:.2f} us")
     if wave.barrier:
         words.append(f"barriers {wave.barrier * us:.2f} us")
-    return ": ".join(words[:1]) + (": " + ", ".join(words[1:]) if words[1:] else ": no waits")
+    return words[0] + ": " + (", ".join(words[1:]) or "no waits")
 
 
 def issue_line(resident: SetTime, groups: dict) -> str:

@@ -214,3 +214,12 @@ def test_a_hip_kernel_with_traces_is_priced_by_the_timeline_extrapolated_in_kv(t
     assert "1 of 8 workgroups traced" in row.detail
     untraced = [(kv, {"_Z1kv": dict(s["_Z1kv"], traces=[])}) for kv, s in summaries]
     assert not hasattr(hip_launches.launches(untraced, 4, 8192)[0][0].fit, "traced")
+
+
+def test_bytes_the_caller_knows_replace_the_traced_ones_scaled():
+    code = [("buffer_load_dwordx4", "v[0:3], v4, s[0:3], 0 offen"), ("s_waitcnt", "vmcnt(0)"), ENDPGM]
+    trace = traced(code, [[0] * 16 + [1, 2]], (256 * 1000, 1, 1))
+    given = timeline.price_launch(trace, nbytes=1e9)
+    assert given.parts["bandwidth"] == pytest.approx(1e9 / FIGURES["hbm_bytes_per_second"] * 1e6)
+    assert "1e+03 MB (given)" in given.lines[4]
+    assert "scaled to the grid" in timeline.price_launch(trace).lines[4]
