@@ -53,6 +53,14 @@ typedef struct { const uint32_t *p; int64_t stride; uint32_t keep, flip; } Src;
 #define LANE(X, l) ((X.p[(l) * X.stride] & X.keep) ^ X.flip)
 #define konst(x) ((const uint32_t[1]){x})
 
+/* a source's 64 lanes in a row of their own (the loops over rows vectorize; over a Src whose
+   stride is known only at run time, they do not) */
+static inline void lanes(uint32_t *out, Src X) {
+    if (X.stride) { for (int l = 0; l < 64; l++) out[l] = (X.p[l] & X.keep) ^ X.flip; return; }
+    uint32_t value = (X.p[0] & X.keep) ^ X.flip;
+    for (int l = 0; l < 64; l++) out[l] = value;
+}
+
 static inline void put64(uint32_t *lo, uint32_t *hi, const uint64_t *t, uint64_t ex) {
     for (int l = 0; l < 64; l++)
         if (ex >> l & 1) { lo[l] = (uint32_t)t[l]; hi[l] = (uint32_t)(t[l] >> 32); }

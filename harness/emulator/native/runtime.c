@@ -193,8 +193,9 @@ int buffer_load(State *st, const uint32_t *desc, uint32_t soffset, const uint32_
 
 
 void cndmask(uint32_t *d, Src A, Src B, uint64_t m, uint64_t ex) {
-    uint32_t t[64];
-    for (int l = 0; l < 64; l++) t[l] = (m >> l & 1) ? LANE(B, l) : LANE(A, l);
+    uint32_t a[64], b[64], t[64];
+    lanes(a, A); lanes(b, B);
+    for (int l = 0; l < 64; l++) t[l] = (m >> l & 1) ? b[l] : a[l];
     put(d, t, ex);
 }
 

@@ -108,9 +108,12 @@ def helpers(declarations: bool = False) -> str:
         if width_of(result) == 64 or any(width_of(k) == 64 for k in kinds):
             continue
         heads.append(f"void op_{name}(uint32_t *d, Src A, Src B, Src C, uint64_t ex);")
+        used = "abc"[:len(kinds)]
+        rows = "".join(f" lanes({x}_, {x.upper()});" for x in used)
+        reads = ", ".join(f"{x} = {x}_[l]" for x in used)
         out.append(f"void op_{name}(uint32_t *d, Src A, Src B, Src C, uint64_t ex) {{"
-                   f" uint32_t t[64]; for (int l = 0; l < 64; l++) {{ uint32_t a = LANE(A, l),"
-                   f" b = LANE(B, l), c = LANE(C, l); (void)b; (void)c; t[l] = {expr}; }}"
+                   f" uint32_t t[64], a_[64], b_[64], c_[64];{rows} (void)B; (void)C;"
+                   f" for (int l = 0; l < 64; l++) {{ uint32_t {reads}; t[l] = {expr}; }}"
                    " put(d, t, ex); }")
     for kind, (ctype, cast) in TYPES.items():
         if width_of(kind) == 64:
@@ -119,8 +122,9 @@ def helpers(declarations: bool = False) -> str:
         for test, expr in tests.items():
             heads.append(f"uint64_t cmp_{test}_{kind}(Src A, Src B);")
             out.append(f"uint64_t cmp_{test}_{kind}(Src A, Src B) {{ uint64_t m = 0;"
-                       f" for (int l = 0; l < 64; l++) {{ {ctype} x = {cast}(LANE(A, l)),"
-                       f" y = {cast}(LANE(B, l)); (void)x; (void)y; m |= (uint64_t)({expr}) << l; }}"
+                       " uint32_t a[64], b[64]; lanes(a, A); lanes(b, B);"
+                       f" for (int l = 0; l < 64; l++) {{ {ctype} x = {cast}(a[l]),"
+                       f" y = {cast}(b[l]); (void)x; (void)y; m |= (uint64_t)({expr}) << l; }}"
                        " return m; }")
     return "\n".join(heads if declarations else out)
 
