@@ -182,8 +182,9 @@ def classify(instructions: list, figures: Figures) -> InstructionTable:
             t.category[i], t.counter[i], t.latency[i] = LDS, LGKM, LDS_LATENCY
             t.width[i], t.per_lane[i], t.lds[i] = operand_width(m), True, True
         elif m.startswith(("global_", "flat_", "buffer_", "scratch_", "tbuffer_")):
-            t.category[i], t.counter[i], t.hbm[i], t.per_lane[i] = VMEM, VM, True, True
-            t.width[i] = operand_width(m)
+            t.category[i], t.counter[i], t.per_lane[i] = VMEM, VM, True
+            t.hbm[i] = re.search(r"_inv|_wb", m) is None  # cache maintenance moves no data
+            t.width[i] = operand_width(m) if t.hbm[i] else 0
             t.lds[i] = "_lds_" in m or re.search(r"\blds\b", operands) is not None  # LDS-DMA
         elif m.startswith("exp"):
             t.category[i], t.counter[i] = VMEM, EXP

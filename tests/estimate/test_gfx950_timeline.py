@@ -55,6 +55,16 @@ def test_a_wait_for_all_but_one_waits_for_the_oldest_load_only():
     assert "1 memory round trips" in priced.lines[2]
 
 
+def test_memory_widths_by_mnemonic_and_cache_maintenance_moves_nothing():
+    widths = {"buffer_load_dword": 4, "global_load_dwordx4": 16, "ds_read_b64_tr_b16": 8, "ds_read2st64_b64": 16,
+              "ds_write_b8": 1, "global_load_short_d16": 2, "s_load_dwordx8": 32, "global_atomic_add_f64": 8}
+    assert {m: timeline.operand_width(m) for m in widths} == widths
+    table = timeline.classify([("buffer_wbl2", "sc1"), ("buffer_inv", "sc1"), ("buffer_load_dword", "v1, s[0:3]")],
+                              FIGURES)
+    assert table.width.tolist() == [0, 0, 4] and table.hbm.tolist() == [False, False, True]
+    assert table.counter.tolist() == [timeline.VM] * 3
+
+
 def test_the_raw_waitcnt_immediate_decodes_as_gfx9_packs_it():
     assert timeline.waitcnt_counts("0x3f70") == (0, timeline.NO_WAIT, timeline.NO_WAIT)
     assert timeline.waitcnt_counts("vmcnt(3) lgkmcnt(0)") == (3, 0, timeline.NO_WAIT)
