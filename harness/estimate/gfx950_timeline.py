@@ -387,7 +387,7 @@ def price_launch(trace: LaunchTrace, figures: Figures | None = None, nbytes: flo
     busiest workgroup only: its bytes times the grid would overstate them); else scaled from the traced."""
     figures = figures or load_figures()
     table, groups = prepared(trace, figures)
-    if not groups:
+    if not any(groups.values()):
         raise ValueError(f"{trace.kernel}: the trace holds no workgroup to price")
     latencies = (figures["memory_latency_cycles"], figures["lds_latency_cycles"])
     timed = [(waves, workgroup_timeline(waves, latencies)) for waves in groups.values()]
