@@ -45,10 +45,10 @@ def mfma(ins, name: str, defs: dict) -> str:
     if set(ins.modifiers) - {"cbsz", "blgp"}:
         raise Skip(name)
     _, _, out_rows, per_lane = matrix.layout(m, k)
-    ks_a, ks_b = matrix.k_order(m, k, "A", kind_a), matrix.k_order(m, k, "B", kind_b)
     shape = f"{m}x{k}"
-    ka = define(defs, f"ks_{shape}_{kind_a}", "int32_t", [str(x) for x in ks_a.ravel()])
-    kb = define(defs, f"ks_{shape}_{kind_b}", "int32_t", [str(x) for x in ks_b.ravel()])
+    cells = [operand_cells(m, k, side, kind) for side, kind in (("A", kind_a), ("B", kind_b))]
+    named = [define(defs, f"cells_{shape}_{kind}_{side}", "int32_t", [str(x) for x in found])
+             for (side, kind), found in zip((("A", kind_a), ("B", kind_b)), cells)]
     rows = define(defs, f"out_rows_{shape}", "int32_t", [str(x) for x in out_rows.ravel()])
     d, a, b, c = (operand(text) for text in ins.operands[:4])
     if d.kind != "v" or a.kind != "v" or b.kind != "v" or c.kind not in ("v", "const"):
@@ -58,9 +58,17 @@ def mfma(ins, name: str, defs: dict) -> str:
         accumulate = f"NULL, {c_double(float(c.value))}"
     else:
         accumulate = f"V({c.index}), 0.0"
+    covers = int(all(len(set(found)) == len(found) == m * k for found in cells))
     return (f"mfma_exact(V({d.index}), V({a.index}), V({b.index}), {accumulate}, {m}, {k},"
             f" {per_lane}, {table(defs, kind_a)}, {width_a}, {table(defs, kind_b)}, {width_b},"
-            f" {ka}, {kb}, {rows}, EXEC64);")
+            f" {named[0]}, {named[1]}, {rows}, {covers}, EXEC64);")
+
+
+def operand_cells(m: int, k: int, side: str, kind: str) -> list[int]:
+    """Where lane l's j-th code lands in the operand (m rows of k, contiguous in K): row l % m,
+    column matrix.k_order's; flattened by lane, then code."""
+    ks = np.asarray(matrix.k_order(m, k, side, kind)).reshape(64, -1)
+    return [int((lane % m) * k + q) for lane, row in enumerate(ks) for q in row]
 
 
 def first_steps(ladder) -> list[str]:

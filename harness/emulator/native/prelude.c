@@ -186,7 +186,8 @@ uint64_t carry_op(uint32_t *d, Src A, Src B, uint64_t m_in, int subtract, uint64
 void mbcnt(uint32_t *d, Src M, Src B, int shift, uint64_t ex);
 void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c, double c_value,
                 int m, int k, int per_lane, const double *table_a, int width_a, const double *table_b,
-                int width_b, const int32_t *ks_a, const int32_t *ks_b, const int32_t *out_rows, uint64_t ex);
+                int width_b, const int32_t *cells_a, const int32_t *cells_b, const int32_t *out_rows,
+                int covers, uint64_t ex);
 void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, const int16_t *first, int top,
                       int over, int nan_code, int half, int saturate, int high, uint64_t ex);
 uint64_t mad_64_32(uint32_t *lo, uint32_t *hi, Src A, Src B, const uint32_t *c_lo, const uint32_t *c_hi,

@@ -231,10 +231,18 @@ void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src
     put(hi, u, ex);
 }
 
-/* code j of lane l: `width` bits at bit j * width of the lane's registers, little-endian */
-static inline uint32_t packed_code(const uint32_t *rows, int l, int j, int width) {
-    int bit = j * width;
-    return rows[(bit / 32) * 64 + l] >> (bit % 32) & ((1u << width) - 1u);
+/* an MFMA operand decoded into X: lane l's codes (`width` bits each, little-endian through its
+   registers) go to cells[l * per_lane + j] (row l % m, its column in K: matrix.k_order) */
+static void decode_operand(double *X, const uint32_t *rows, const double *table, int width,
+                           const int32_t *cells, int per_lane) {
+    int per_word = 32 / width, words = per_lane / per_word;
+    uint32_t mask = (1u << width) - 1u;
+    for (int g = 0; g < words; g++)
+        for (int l = 0; l < 64; l++) {
+            uint32_t word = rows[g * 64 + l];
+            const int32_t *cell = cells + l * per_lane + g * per_word;
+            for (int q = 0; q < per_word; q++, word >>= width) X[cell[q]] = table[word & mask];
+        }
 }
 
 typedef double Lanes4 __attribute__((vector_size(32)));
@@ -264,18 +272,18 @@ static void products(double *D, const double *A, const double *B, int m, int k) 
 /* matrix.build_mfma for operands whose float64 sums are exact: D = A x B + C, rounded once */
 void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c, double c_value,
                 int m, int k, int per_lane, const double *table_a, int width_a, const double *table_b,
-                int width_b, const int32_t *ks_a, const int32_t *ks_b, const int32_t *out_rows, uint64_t ex) {
-    /* A by rows and B by columns, both contiguous in K */
+                int width_b, const int32_t *cells_a, const int32_t *cells_b, const int32_t *out_rows,
+                int covers, uint64_t ex) {
+    /* A by rows and B by columns, both contiguous in K; `covers`: the lanes' codes fill both */
     static double A[2048], B[2048], D[1024];
     uint32_t t[16 * 64];
     int registers = m * m / 64;
-    memset(A, 0, sizeof(double) * m * k);
-    memset(B, 0, sizeof(double) * m * k);
-    for (int l = 0; l < 64; l++)
-        for (int j = 0; j < per_lane; j++) {
-            A[(l % m) * k + ks_a[l * per_lane + j]] = table_a[packed_code(a, l, j, width_a)];
-            B[(l % m) * k + ks_b[l * per_lane + j]] = table_b[packed_code(b, l, j, width_b)];
-        }
+    if (!covers) {
+        memset(A, 0, sizeof(double) * m * k);
+        memset(B, 0, sizeof(double) * m * k);
+    }
+    decode_operand(A, a, table_a, width_a, cells_a, per_lane);
+    decode_operand(B, b, table_b, width_b, cells_b, per_lane);
     products(D, A, B, m, k);
     for (int r = 0; r < registers; r++)
         for (int l = 0; l < 64; l++) {
