@@ -290,7 +290,7 @@ def run(submissions, run_all, mode, device, cases_arg, flush, as_json, timeout, 
 
     for sub in chosen:
         with display.Steps(notices, sub.label, bar=not as_json,
-                           limit_s=settings.case_timeout_s or settings.timeout_s) as steps:
+                           limit_s=settings.case_timeout_s or settings.limit_for(sub)) as steps:
             try:
                 outcome = session.evaluate_and_record(sub, settings, progress=steps.step, on_case=steps.finished,
                                                       say=say)

@@ -20,6 +20,9 @@ from harness import platform as platforms
 from harness.submission import Submission
 
 TIMED_MODES = ("benchmark", "leaderboard")
+# A run on the gfx950 emulator takes minutes a case (120's official four: 6-11 min on 2 cores): unless --timeout
+# says otherwise, its limit is task.yml's this many times, which still stops a hang.
+EMULATED_LIMIT_FACTOR = 4
 
 
 class ResultsError(ValueError):
@@ -40,6 +43,13 @@ class Settings:
     notices: list                # one line each, for the user: what was chosen for them
     stress_specs: list = dataclasses.field(default_factory=list)  # default test mode: stress cases, warnings only
     protection: guard.Protection = guard.Protection("off", "")  # what keeps the child from changing files on disk
+    emulated_timeout_s: float | None = None  # the run limit of a submission the emulator runs; None: timeout_s
+
+    def limit_for(self, submission: Submission) -> float:
+        """The time limit of this submission's whole run: longer on the gfx950 emulator unless --timeout gave one."""
+        if self.emulated_timeout_s and platforms.emulates(submission, self.platform):
+            return self.emulated_timeout_s
+        return self.timeout_s
 
 
 # What the harness itself rewrites in a checkout: its own writes never make the checkout dirty.
@@ -133,6 +143,11 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
     if any(platforms.emulates_triton(sub, here) for sub in submissions):
         notices.append("Triton kernels are compiled for gfx950 and run on the emulator (--device gfx950): minutes "
                        "a case, correctness only.")
+    emulated_timeout_s = None
+    if timeout_s is None and any(platforms.emulates(sub, here) for sub in submissions):
+        emulated_timeout_s = EMULATED_LIMIT_FACTOR * cases.case_timeout_s(mode)
+        notices.append(f"On the gfx950 emulator a run may take {emulated_timeout_s:g} s ({EMULATED_LIMIT_FACTOR}x "
+                       f"task.yml's {cases.case_timeout_s(mode):g} s; --timeout sets it).")
     defaulted = cases_arg is None
     if cases_arg is None:
         cases_arg = "official" if here.is_gpu else "small"
@@ -158,7 +173,8 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
     chosen = guard.choose(protection)
     return Settings(protection=chosen, platform=here, mode=mode, specs=specs, cases_name=cases_arg, flush=flush,
                     timeout_s=timeout_s or cases.case_timeout_s(mode), case_timeout_s=case_timeout_s,
-                    secret=secret, checkout=git_checkout(), notices=notices, stress_specs=stress_specs)
+                    secret=secret, checkout=git_checkout(), notices=notices, stress_specs=stress_specs,
+                    emulated_timeout_s=emulated_timeout_s)
 
 
 @dataclasses.dataclass
@@ -181,7 +197,8 @@ def evaluate(submission: Submission, settings: Settings, progress=protocol._no_p
         prebuild_hip(submission, say)  # before the watch: the parent's builds are not the child's changes
     with guarded(submission, settings.platform, settings.protection) as held:
         run = protocol.evaluate(submission, settings.platform, settings.mode, settings.specs,
-                                cases_name=settings.cases_name, flush=settings.flush, timeout_s=settings.timeout_s,
+                                cases_name=settings.cases_name, flush=settings.flush,
+                                timeout_s=settings.limit_for(submission),
                                 case_timeout_s=settings.case_timeout_s, secret=settings.secret, progress=progress,
                                 on_case=on_case, stress_specs=settings.stress_specs,
                                 jail=held.jail, say=say)
