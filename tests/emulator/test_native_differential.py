@@ -347,3 +347,25 @@ def test_sdwa_compares_read_the_selected_byte_or_word(codes):
     for native in (False, True):
         end = run_one(code, start, native=native)
         assert [end.s[6] | end.s[7] << 32, end.s[8] | end.s[9] << 32] == expected, native
+
+
+def test_fma_where_the_double_sum_lands_on_a_float_tie(codes):
+    """a * b a float tie exactly, c far below it: the double sum rounds onto the tie and a
+    second rounding to float would go the wrong way; C's vector pass must hand these lanes to
+    fma_ref (v_fma_f32, v_pk_fma_f32), as it must NaNs and infinities."""
+    lane = np.arange(64)
+    a = np.float32(1 + 2**-12) * np.where(lane % 2, 1, -1).astype(np.float32)
+    tiny = np.float32(2.0**-80) * np.where(lane % 3, 1, -1).astype(np.float32)
+    c = np.where(lane % 4 == 3, np.float32(0), tiny).astype(np.float32)
+    c[5], c[6], c[7] = np.nan, np.inf, -np.inf
+    text = ("  v_fma_f32 v10, v1, v1, v2\n  v_pk_fma_f32 v[12:13], v[0:1], v[0:1], v[2:3]\n"
+            "  v_fmac_f32_e32 v2, v1, v1\n  s_endpgm\n")
+    code = load_code_object(assemble(text, lds=4096))
+    start = start_state(4, 0, True)
+    start.v[0] = start.v[1] = np.broadcast_to(a, (64,)).view(np.uint32)
+    start.v[2] = start.v[3] = c.view(np.uint32)
+    reference_steps, fast_steps = [], []
+    run_one(code, start, native=False, steps=reference_steps)
+    run_one(code, start, native=True, steps=fast_steps)
+    assert first_step_apart(code, reference_steps, fast_steps) is None
+    assert reference_steps[0].v[10][1] == 0x3F801001  # rounded once, up: a double sum then float gives ...1000

@@ -218,15 +218,34 @@ void mbcnt(uint32_t *d, Src M, Src B, int shift, uint64_t ex) {
     put(d, t, ex);
 }
 
+/* fma_ref over 64 lanes: the double sum in a loop that vectorizes, then fma_ref itself only
+   for the lanes where that sum could round differently (a NaN, or a possible float tie) */
+static void fma_lanes(uint32_t *t, const uint32_t *a, const uint32_t *b, const uint32_t *c) {
+    uint8_t again[64];
+    for (int l = 0; l < 64; l++) {
+        double sum = (double)F(a[l]) * (double)F(b[l]) + (double)F(c[l]);
+        uint64_t bits; memcpy(&bits, &sum, 8);
+        t[l] = U((float)sum);
+        again[l] = (bits & 0x0FFFFFFFull) == 0 || (bits & 0x7FF0000000000000ull) == 0x7FF0000000000000ull;
+    }
+    for (int l = 0; l < 64; l++)
+        if (again[l]) t[l] = U(fma_ref(F(a[l]), F(b[l]), F(c[l])));
+}
+
 /* v_pk_fma/mul/add_f32 (op 0, 1, 2): both results computed before either row is written */
 void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src B2, Src C2, uint64_t ex) {
-    uint32_t t[64], u[64];
-    for (int l = 0; l < 64; l++) {
-        float a = F(LANE(A, l)), b = F(LANE(B, l)), c = F(LANE(C, l));
-        float a2 = F(LANE(A2, l)), b2 = F(LANE(B2, l)), c2 = F(LANE(C2, l));
-        t[l] = U(op == 0 ? fma_ref(a, b, c) : op == 1 ? FMUL(a, b) : FADD(a, b));
-        u[l] = U(op == 0 ? fma_ref(a2, b2, c2) : op == 1 ? FMUL(a2, b2) : FADD(a2, b2));
-    }
+    uint32_t t[64], u[64], a[64], b[64], c[64], a2[64], b2[64], c2[64];
+    lanes(a, A); lanes(b, B); lanes(a2, A2); lanes(b2, B2);
+    if (op == 0) {
+        lanes(c, C); lanes(c2, C2);
+        fma_lanes(t, a, b, c);
+        fma_lanes(u, a2, b2, c2);
+    } else
+        for (int l = 0; l < 64; l++) {
+            float x = F(a[l]), y = F(b[l]), x2 = F(a2[l]), y2 = F(b2[l]);
+            t[l] = U(op == 1 ? FMUL(x, y) : FADD(x, y));
+            u[l] = U(op == 1 ? FMUL(x2, y2) : FADD(x2, y2));
+        }
     put(lo, t, ex);
     put(hi, u, ex);
 }

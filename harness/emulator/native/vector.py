@@ -8,15 +8,14 @@ from .scalar import Skip, operand, sread, swrite
 
 SIGN = {32: 0x80000000, 64: 0x8000000000000000}
 F, I, U, B, H = "f32", "i32", "u32", "b32", "u16"
+FMA = "U(fma_ref(F(a), F(b), F(c)))"
 # name -> (result type, source types, C on a, b, c: the sources' bits per lane)
 EXPRESSIONS = {
     "add_f32": (F, [F, F], "U(FADD(F(a), F(b)))"), "sub_f32": (F, [F, F], "U(FSUB(F(a), F(b)))"),
     "subrev_f32": (F, [F, F], "U(FSUB(F(b), F(a)))"), "mul_f32": (F, [F, F], "U(FMUL(F(a), F(b)))"),
     "min_f32": (F, [F, F], "U(vmin(F(a), F(b)))"), "max_f32": (F, [F, F], "U(vmax(F(a), F(b)))"),
-    "fma_f32": (F, [F, F, F], "U(fma_ref(F(a), F(b), F(c)))"),
-    "fmac_f32": (F, [F, F, F], "U(fma_ref(F(a), F(b), F(c)))"),
-    "fmamk_f32": (F, [F, F, F], "U(fma_ref(F(a), F(b), F(c)))"),
-    "fmaak_f32": (F, [F, F, F], "U(fma_ref(F(a), F(b), F(c)))"),
+    "fma_f32": (F, [F, F, F], FMA), "fmac_f32": (F, [F, F, F], FMA),
+    "fmamk_f32": (F, [F, F, F], FMA), "fmaak_f32": (F, [F, F, F], FMA),
     "min3_f32": (F, [F, F, F], "U(vmin(vmin(F(a), F(b)), F(c)))"),
     "max3_f32": (F, [F, F, F], "U(vmax(vmax(F(a), F(b)), F(c)))"),
     "ldexp_f32": (F, [F, I], "U((float)ldexp((double)F(a), (int32_t)b))"),
@@ -111,10 +110,12 @@ def helpers(declarations: bool = False) -> str:
         used = "abc"[:len(kinds)]
         rows = "".join(f" lanes({x}_, {x.upper()});" for x in used)
         reads = ", ".join(f"{x} = {x}_[l]" for x in used)
+        loop = f"for (int l = 0; l < 64; l++) {{ uint32_t {reads}; t[l] = {expr}; }}"
+        if expr == FMA:  # runtime.c's fma_lanes: fma_ref only where the double sum may differ
+            loop = "fma_lanes(t, a_, b_, c_);"
         out.append(f"void op_{name}(uint32_t *d, Src A, Src B, Src C, uint64_t ex) {{"
                    f" uint32_t t[64], a_[64], b_[64], c_[64];{rows} (void)B; (void)C;"
-                   f" for (int l = 0; l < 64; l++) {{ uint32_t {reads}; t[l] = {expr}; }}"
-                   " put(d, t, ex); }")
+                   f" {loop} put(d, t, ex); }}")
     for kind, (ctype, cast) in TYPES.items():
         if width_of(kind) == 64:
             continue
