@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.emulator.trace import KernelResources, LaunchTrace, WaveTrace, load
-from harness.estimate import gfx950_timeline as timeline
+from harness.estimate import gfx950_instructions as instructions, gfx950_timeline as timeline
 from helpers import REPO
 
 FIGURES = timeline.load_figures()
@@ -58,16 +58,28 @@ def test_a_wait_for_all_but_one_waits_for_the_oldest_load_only():
 def test_memory_widths_by_mnemonic_and_cache_maintenance_moves_nothing():
     widths = {"buffer_load_dword": 4, "global_load_dwordx4": 16, "ds_read_b64_tr_b16": 8, "ds_read2st64_b64": 16,
               "ds_write_b8": 1, "global_load_short_d16": 2, "s_load_dwordx8": 32, "global_atomic_add_f64": 8}
-    assert {m: timeline.operand_width(m) for m in widths} == widths
-    table = timeline.classify([("buffer_wbl2", "sc1"), ("buffer_inv", "sc1"), ("buffer_load_dword", "v1, s[0:3]")],
+    assert {m: instructions.operand_width(m) for m in widths} == widths
+    table = instructions.classify([("buffer_wbl2", "sc1"), ("buffer_inv", "sc1"), ("buffer_load_dword", "v1, s[0:3]")],
                               FIGURES)
     assert table.width.tolist() == [0, 0, 4] and table.hbm.tolist() == [False, False, True]
-    assert table.counter.tolist() == [timeline.VM] * 3
+    assert table.counter.tolist() == [instructions.VM] * 3
 
 
 def test_the_raw_waitcnt_immediate_decodes_as_gfx9_packs_it():
-    assert timeline.waitcnt_counts("0x3f70") == (0, timeline.NO_WAIT, timeline.NO_WAIT)
-    assert timeline.waitcnt_counts("vmcnt(3) lgkmcnt(0)") == (3, 0, timeline.NO_WAIT)
+    assert instructions.waitcnt_counts("0x3f70") == (0, instructions.NO_WAIT, instructions.NO_WAIT)
+    assert instructions.waitcnt_counts("vmcnt(3) lgkmcnt(0)") == (3, 0, instructions.NO_WAIT)
+
+
+def test_a_valu_op_reading_the_one_before_waits_for_its_result():
+    chain = [("v_fma_f32", "v1, v1, v2, v3")] * 10 + [ENDPGM]  # each reads the v1 the one before wrote
+    apart = [("v_fma_f32", "v1, v2, v3, v4")] * 10 + [ENDPGM]
+    dependent = timeline.price_launch(traced(chain, [list(range(11))]))
+    assert dependent.parts["latency"] == pytest.approx(us(9 * 8 + 4 + 4))
+    assert timeline.price_launch(traced(apart, [list(range(11))])).parts["latency"] == pytest.approx(us(44))
+    pairs = [("v_mov_b32_e32", "v[4:7], v0"), ("v_cmp_gt_f32_e32", "vcc, v6, v9"), ("v_add_f32_e64", "v9, -v2, |v3|")]
+    table = instructions.classify(pairs, FIGURES)
+    assert table.reads_what_wrote(0, 1) and not table.reads_what_wrote(1, 2)  # v6 in v[4:7]; vcc no VGPR
+    assert instructions.reads_previous(np.array([0, 1, 2, 0]), table).tolist() == [False, True, False, False]
 
 
 def test_independent_valu_on_two_waves_a_simd_is_issue_bound():
@@ -93,7 +105,7 @@ def test_four_waves_at_a_barrier_resume_at_the_last_arrival():
 
 def test_an_mfma_chain_runs_at_the_xdl_rate_and_hides_valu_between():
     mfma = ("v_mfma_f32_16x16x32_bf16", "v[0:3], v[4:7], v[8:11], v[0:3]")
-    code = [mfma, ("v_add_f32_e32", "v1, v2, v3"), ENDPGM]
+    code = [mfma, ("v_add_f32_e32", "v20, v21, v22"), ENDPGM]
     chain = timeline.price_launch(traced(code, [[0] * 10 + [2]]))
     assert chain.parts["latency"] == pytest.approx(us(10 * 16))  # the last MFMA's tail covers s_endpgm
     covered = timeline.price_launch(traced(code, [[0, 1, 1] * 10 + [2]]))
@@ -104,10 +116,10 @@ def test_an_mfma_chain_runs_at_the_xdl_rate_and_hides_valu_between():
 
 def test_f8f6f4_takes_half_the_passes_without_an_fp8_operand():
     figures, name = FIGURES, "v_mfma_scale_f32_16x16x128_f8f6f4"
-    assert timeline.mfma_passes(name, "v[0:3], v[4:11], v[12:19], v[0:3]", figures) == (8.0, False)
-    assert timeline.mfma_passes(name, "v[0:3], v[4:7], v[8:11], v[0:3] cbsz:4 blgp:4", figures) == (4.0, False)
-    assert timeline.mfma_passes(name, "v[0:3], v[4:7], v[8:11], v[0:3] cbsz:4 blgp:0", figures) == (8.0, False)
-    assert timeline.mfma_passes("v_mfma_f32_32x32x4_2b_f16", "", figures) == (8.0, True)
+    assert instructions.mfma_passes(name, "v[0:3], v[4:11], v[12:19], v[0:3]", figures) == (8.0, False)
+    assert instructions.mfma_passes(name, "v[0:3], v[4:7], v[8:11], v[0:3] cbsz:4 blgp:4", figures) == (4.0, False)
+    assert instructions.mfma_passes(name, "v[0:3], v[4:7], v[8:11], v[0:3] cbsz:4 blgp:0", figures) == (8.0, False)
+    assert instructions.mfma_passes("v_mfma_f32_32x32x4_2b_f16", "", figures) == (8.0, True)
 
 
 def test_halving_resident_waves_by_vgprs_doubles_the_rounds():
