@@ -25,7 +25,7 @@ VGPR = re.compile(r"(?<![\w\[])v(?:(\d+)|\[(\d+):(\d+)\])")  # v7 or v[4:7]; not
 class InstructionTable:
     """Per instruction index of a trace: its costs and roles, as numpy arrays."""
     category: np.ndarray     # VALU..BRANCH
-    simd: np.ndarray         # cycles it holds its category's issue on the SIMD (LDS: per lane byte below)
+    simd: np.ndarray         # cycles it holds its category's issue on the SIMD (an LDS op: its bytes, per step)
     xdl: np.ndarray          # MFMA cycles on the XDL unit
     counter: np.ndarray      # VM, LGKM, EXP or -1
     latency: np.ndarray      # MEMORY or LDS_LATENCY
