@@ -19,10 +19,7 @@ typedef struct {
 
 enum { SCALAR_LOAD, GLOBAL_LOAD, GLOBAL_STORE, LDS_READ, LDS_WRITE, BUFFER_LOAD, LDS_DMA, BUFFER_STORE };
 enum { BUDGET_STOP, NEED_NUMPY, BARRIER_STOP, END_STOP };
-/* what an instruction's function returns instead of the next index */
-#define FALLBACK_CODE (-1)
-#define BARRIER_CODE (-2)
-#define END_CODE (-3)
+#define CONTINUE (-1)  /* State.status while run() goes on to the next chunk */
 #define MANY_TAG 0xFFFEll
 
 #define V(r) (Vb + (int64_t)(r) * 64)

@@ -1,8 +1,9 @@
-"""A kernel's instructions in C, compiled by clang-22: one small function per instruction
-reachable from the kernel's entry, cached under the code object's sha256 and the C text's own
-(so a change to a translator, or to a table it reads, builds anew). Translated instructions
-return the next index; the rest stop with NEED_NUMPY at their index, so the numpy executor
-runs that one and C resumes after it. $HARNESS_EMULATOR_NATIVE=0 turns it off."""
+"""A kernel's instructions in C, compiled by clang-22: the instructions reachable from the
+kernel's entry, in functions of up to CHUNK consecutive ones (each behind a label, so C enters
+anywhere and branches inside by goto), cached under the code object's sha256 and the C text's
+own (a change to a translator, or to a table it reads, builds anew). An instruction C does not
+translate stops it with NEED_NUMPY at its index: the numpy executor runs that one and C resumes
+after it. $HARNESS_EMULATOR_NATIVE=0 turns it off."""
 import ctypes
 import hashlib
 import os
@@ -70,38 +71,56 @@ def translate(ins, program, defs: dict):
     return None
 
 
-STOPS = {"FALLBACK": "return FALLBACK_CODE;",
-         "STOP_AFTER(BARRIER_STOP);": "{ next = BARRIER_CODE; goto done; }",
-         "STOP_AFTER(END_STOP);": "{ next = END_CODE; goto done; }"}
+CHUNK = 128  # instructions per C function: few indirect calls, each function quick to compile
 DISPATCH = """
 int64_t run(State *st, int64_t start, int64_t budget, int64_t *hits) {
-  int64_t at = start, n = 0, status = BUDGET_STOP;
-  while (n < budget) {
-    if (at < 0 || at >= COUNT || !steps[at]) { status = NEED_NUMPY; break; }
-    int64_t next = steps[at](st);
-    if (next == FALLBACK_CODE) { status = NEED_NUMPY; break; }
-    hits[at]++; n++;
-    if (next == BARRIER_CODE) { at++; status = BARRIER_STOP; break; }
-    if (next == END_CODE) { status = END_STOP; break; }
-    at = next;
+  int64_t at = start, n = 0;
+  st->status = CONTINUE;
+  while (st->status == CONTINUE) {
+    if (at < 0 || at >= COUNT || !chunks[at]) { st->status = NEED_NUMPY; break; }
+    at = chunks[at](st, at, &n, budget, hits);
   }
-  st->status = status; st->executed = n; return at;
+  st->executed = n; return at;
 }
 """
 
 
-def instruction_c(k: int, body: str) -> str:
-    """One small function per instruction (one huge function compiles in minutes): it returns
-    the next index, or a stop code."""
-    for mark, replacement in STOPS.items():
-        body = body.replace(mark, replacement)
-    if "NEXT(" in body:
-        at = body.index("NEXT(")
-        target = body[at + 5:body.index(")", at)]
-        body = body.replace(f"NEXT({target});", f"{{ next = {target}; goto done; }}")
-    return (f"static int64_t i{k}(State *st) {{ uint32_t *S = st->s, *Vb = st->v;"
-            f" int64_t scc = st->scc, next = {k + 1}; (void)S; (void)Vb;\n  {body}\n"
-            f"  goto done; done: st->scc = scc; return next; }}")
+def chunks(bodies: list) -> list[range]:
+    """Runs of consecutive translated instructions, at most CHUNK long."""
+    found, start = [], None
+    for k, body in enumerate(bodies + [None]):
+        if start is not None and (body is None or k - start == CHUNK):
+            found.append(range(start, k))
+            start = None
+        if body is not None and start is None:
+            start = k
+    return found
+
+
+def chunk_c(span: range, bodies: list) -> str:
+    """One C function for a run of instructions, each behind its label: it enters at any of
+    them (a switch), counts each one's hit, stops at the budget, jumps by goto inside itself
+    and returns the next index (with the status set) to leave."""
+    lines = [f"static int64_t c{span.start}(State *st, int64_t pc_, int64_t *count_, int64_t budget_,"
+             " int64_t *hits_) {",
+             "  uint32_t *S = st->s, *Vb = st->v; int64_t scc = st->scc, n_ = *count_; (void)S; (void)Vb;",
+             "  switch (pc_) {" + " ".join(f"case {k}: goto L{k};" for k in span) + " default: goto out_; }"]
+    for k in span:
+        done = f"hits_[{k}]++; n_++;"
+        body = bodies[k][0].replace("FALLBACK", f"{{ st->status = NEED_NUMPY; pc_ = {k}; goto out_; }}")
+        body = body.replace("STOP_AFTER(BARRIER_STOP);",
+                            f"{{ {done} st->status = BARRIER_STOP; pc_ = {k + 1}; goto out_; }}")
+        body = body.replace("STOP_AFTER(END_STOP);", f"{{ {done} st->status = END_STOP; pc_ = {k}; goto out_; }}")
+        if "NEXT(" in body:
+            at = body.index("NEXT(")
+            target = int(body[at + 5:body.index(")", at)])
+            leave = f"goto L{target};" if target in span else f"{{ pc_ = {target}; goto out_; }}"
+            body = body.replace(f"NEXT({target});", f"{{ {done} {leave} }}")
+        lines.append(f"  L{k}: if (n_ >= budget_) {{ st->status = BUDGET_STOP; pc_ = {k}; goto out_; }}"
+                     f"\n  {{ {body} }} {done}")
+    lines.append(f"  pc_ = {span.stop};")
+    lines.append("  out_: st->scc = scc; *count_ = n_; return pc_; }")
+    return "\n".join(lines)
 
 
 def reachable(program, entry: int | None) -> list[bool]:
@@ -146,10 +165,13 @@ def source(program, entry: int | None = None) -> tuple[str, list[bool]]:
               for k, ins in enumerate(program.instructions)]
     translated = [b is not None for b in bodies]
     lines = [(HERE / "prelude.c").read_text(), vector.helpers(declarations=True), f"#define COUNT {count}",
-             "typedef int64_t (*Step)(State *);", *defs.values()]
-    lines += [instruction_c(k, b[0]) for k, b in enumerate(bodies) if b is not None]
-    table = ", ".join(f"i{k}" if b is not None else "0" for k, b in enumerate(bodies))
-    lines += [f"static const Step steps[COUNT + 1] = {{ {table}, 0 }};", DISPATCH]
+             "typedef int64_t (*Chunk)(State *, int64_t, int64_t *, int64_t, int64_t *);", *defs.values()]
+    spans = chunks(bodies)
+    lines += [chunk_c(span, bodies) for span in spans]
+    owner = ["0"] * count
+    for span in spans:
+        owner[span.start:span.stop] = [f"c{span.start}"] * len(span)
+    lines += [f"static const Chunk chunks[COUNT + 1] = {{ {', '.join(owner)}, 0 }};", DISPATCH]
     return "\n".join(lines), translated
 
 
