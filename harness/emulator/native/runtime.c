@@ -67,48 +67,62 @@ static int lds_in_range(const State *st, const int64_t *at, uint64_t ex, int64_t
     return 1;
 }
 
-static inline int clash(const State *st, int64_t tag) { return tag >= st->current && tag != st->mine; }
+/* whether another wave tagged any of n bytes since the last barrier (no early exit: the loop
+   vectorizes, and n is at most 16) */
+static inline int64_t any_clash(const int64_t *tags, int64_t n, int64_t current, int64_t mine) {
+    int64_t found = 0;
+    for (int64_t b = 0; b < n; b++) found |= (tags[b] >= current) & (tags[b] != mine);
+    return found;
+}
 
+/* target_clones: AVX2 (64-bit compares in vectors) where the CPU has it, the same results */
+__attribute__((target_clones("avx2", "default")))
 int lds_read_ok(const State *st, const int64_t *at, uint64_t ex, int64_t n) {
     if (!lds_in_range(st, at, ex, n)) return 0;
     if (!st->checked) return 1;
     for (int l = 0; l < 64; l++)
-        if (ex >> l & 1)
-            for (int64_t b = 0; b < n; b++)
-                if (clash(st, st->written[at[l] + b])) return 0;
+        if ((ex >> l & 1) && any_clash(st->written + at[l], n, st->current, st->mine)) return 0;
     return 1;
 }
 
 /* checked by lds_read_ok first; words of lane l go to rows row0, row0 + 1, ... */
+__attribute__((target_clones("avx2", "default")))
 void lds_read(State *st, const int64_t *at, uint64_t ex, int64_t n, uint32_t *row0) {
-    int64_t words = n / 4;
+    int64_t words = n / 4, current = st->current, mine = st->mine, shared = current | MANY_TAG;
     for (int l = 0; l < 64; l++) {
         if (!(ex >> l & 1)) continue;
         uint32_t w_[4];
         memcpy(w_, st->lds + at[l], n);
         for (int64_t k = 0; k < words; k++) row0[k * 64 + l] = w_[k];
-        if (st->checked)
-            for (int64_t b = 0; b < n; b++) {
-                int64_t *tag = &st->read_by[at[l] + b];
-                *tag = clash(st, *tag) ? (st->current | MANY_TAG) : st->mine;
-            }
+        if (st->checked) {
+            int64_t *tags = st->read_by + at[l];
+            for (int64_t b = 0; b < n; b++)
+                tags[b] = (tags[b] >= current) & (tags[b] != mine) ? shared : mine;
+        }
     }
 }
 
 /* lds.py's write: bytes already there are no race; all checked before any lands */
+__attribute__((target_clones("avx2", "default")))
 static int lds_write_bytes(State *st, const int64_t *at, uint64_t ex, int64_t n, uint8_t data[64][16]) {
     if (!lds_in_range(st, at, ex, n)) return 0;
     if (st->checked) {
-        for (int l = 0; l < 64; l++)
-            if (ex >> l & 1)
-                for (int64_t b = 0; b < n; b++)
-                    if (st->lds[at[l] + b] != data[l][b] &&
-                        (clash(st, st->written[at[l] + b]) || clash(st, st->read_by[at[l] + b])))
-                        return 0;
-        for (int l = 0; l < 64; l++)
-            if (ex >> l & 1)
-                for (int64_t b = 0; b < n; b++)
-                    if (st->lds[at[l] + b] != data[l][b]) st->written[at[l] + b] = st->mine;
+        int64_t current = st->current, mine = st->mine, found = 0;
+        for (int l = 0; l < 64; l++) {
+            if (!(ex >> l & 1)) continue;
+            const uint8_t *old = st->lds + at[l];
+            const int64_t *written = st->written + at[l], *read_by = st->read_by + at[l];
+            for (int64_t b = 0; b < n; b++)
+                found |= (int64_t)(old[b] != data[l][b]) & (((written[b] >= current) & (written[b] != mine))
+                                                            | ((read_by[b] >= current) & (read_by[b] != mine)));
+        }
+        if (found) return 0;
+        for (int l = 0; l < 64; l++) {
+            if (!(ex >> l & 1)) continue;
+            const uint8_t *old = st->lds + at[l];
+            int64_t *written = st->written + at[l];
+            for (int64_t b = 0; b < n; b++) written[b] = old[b] != data[l][b] ? mine : written[b];
+        }
     }
     for (int l = 0; l < 64; l++)
         if (ex >> l & 1) memcpy(st->lds + at[l], data[l], n);
