@@ -9,10 +9,15 @@ every live tensor storage and hipMalloc block for the bounds checker and
 calls run_kernel. A NotEmulated or EmulationFault is kept: the runtime
 throws into the host code, and `checked()` raises the kept one after the
 submission's call, whatever the submission did with the C++ error.
+Inside `tracing()` (the estimate's recorded call) every launch also
+traces representative workgroups; summary() carries each launch's trace
+as .npz bytes (base64) for the parent's timing model.
 """
+import base64
 import contextlib
 import ctypes
 import dataclasses
+import io
 import os
 import time
 
@@ -21,12 +26,14 @@ from harness.emulator.hip_runtime import bundle, extension, library
 
 ENV = "HARNESS_EMULATE_GFX950"  # set by the parent: HIP runs emulated here
 MARK = "gfx950 emulated (CPU): correctness only"
+TRACES = "traces"  # a summary entry's traced launches (estimate/hip_launches.py)
 
 # The explicit arguments' kinds (AMDGPUUsage, code object v5 metadata).
 _EXPLICIT = {"by_value", "global_buffer", "dynamic_shared_pointer",
              "image", "pipe", "queue", "sampler"}
 
-_state = {"library": None, "hook": None, "fault": None, "runner": None}
+_state = {"library": None, "hook": None, "fault": None, "runner": None,
+          "tracing": False}
 _codes: dict = {}  # bundle address -> CodeObject
 _launches: list = []  # one dict per launch since the last summary
 _call_regions: list = []  # (tensor, name) a caller hands its launches beyond the tracked blocks
@@ -129,10 +136,39 @@ def _counts(counts) -> dict:
     return flat
 
 
+@contextlib.contextmanager
+def tracing():
+    """Launches inside trace representative workgroups (run_kernel's
+    trace option): the timing model's input, kept by summary()."""
+    _state["tracing"] = True
+    try:
+        yield
+    finally:
+        _state["tracing"] = False
+
+
+def trace_option() -> dict:
+    """run_kernel's keyword for a launch now: a trace request or none."""
+    if not _state["tracing"]:
+        return {}
+    from harness.emulator.trace import TraceRequest
+    return {"trace": TraceRequest()}
+
+
+def trace_bytes(trace) -> str:
+    """A LaunchTrace as its .npz file's bytes, base64 (a JSON reply)."""
+    buffer = io.BytesIO()
+    trace.save(buffer)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
 def record_launch(kernel: str, grid, block, seconds: float, counts) -> None:
     """One emulated launch (HIP or Triton), for summary()."""
-    _launches.append({"kernel": kernel, "grid": grid, "block": block,
-                      "seconds": seconds, "counts": _counts(counts)})
+    launch = {"kernel": kernel, "grid": grid, "block": block,
+              "seconds": seconds, "counts": _counts(counts)}
+    if getattr(counts, "trace", None) is not None:
+        launch["trace"] = trace_bytes(counts.trace)
+    _launches.append(launch)
 
 
 def keep_fault(error: BaseException) -> None:
@@ -151,7 +187,8 @@ def _launch(fatbin, name, grid_p, block_p, args, shared) -> int:
         kernarg = kernarg_bytes(info, args, grid, block, shared)
         started = time.monotonic()
         counts = _runner()(code, kernel, grid, block, kernarg,
-                           dynamic_lds=shared, memory=host_memory())
+                           dynamic_lds=shared, memory=host_memory(),
+                           **trace_option())
         record_launch(kernel, grid, block, time.monotonic() - started, counts)
         return 0
     except BaseException as error:  # noqa: BLE001 - kept, raised after the call
@@ -205,11 +242,14 @@ def checked(function):
 
 
 def summary() -> dict:
-    """Launches since the last summary, by kernel; then forgotten."""
+    """Launches since the last summary, by kernel, with the traces of
+    the traced ones in launch order ("traces"); then forgotten."""
     kernels: dict = {}
     for launch in _launches:
         add_launches(kernels, {launch["kernel"]: {
             "launches": 1, "seconds": launch["seconds"], "counts": launch["counts"]}})
+        if "trace" in launch:
+            kernels[launch["kernel"]].setdefault(TRACES, []).append(launch["trace"])
     _launches.clear()
     return kernels
 

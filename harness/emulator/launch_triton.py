@@ -129,7 +129,8 @@ class EmulatorLauncher:
                 raise missing.in_kernel(name) from None
             started = time.monotonic()
             counts = launch_hip._runner()(code, name, grid, self.block, kernarg, dynamic_lds=self.shared,
-                                          memory=tensor_memory(values, buffers))
+                                          memory=tensor_memory(values, buffers),
+                                          **launch_hip.trace_option())
             launch_hip.record_launch(name, grid, self.block, time.monotonic() - started, counts)
         except BaseException as error:  # noqa: BLE001 - kept: checked() raises it even if the file catches it
             launch_hip.keep_fault(error)

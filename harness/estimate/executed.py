@@ -40,6 +40,7 @@ class ExecutedFit:
     calls: int             # emulated calls that launched it
     misfit: float          # the largest relative miss of the fit on VALU, MFMA or LDS over those calls
     replayed: int = 0      # of those, calls answered by the shared recordings (recordings.py): not run now
+    untraced: str = ""     # a HIP kernel without launch traces: why the timing model does not price it
 
     def per_wave(self, units: float) -> dict:
         return {key: self.fixed.get(key, 0.0) + self.per_unit.get(key, 0.0) * units

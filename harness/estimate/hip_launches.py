@@ -10,11 +10,14 @@ launched it, and its memory bytes extrapolated linearly in the KV length. The ch
 runs the call twice (checked, then recorded) on one input: the emulator's counts of the request are halved.
 
 Where the summary names a kernel's traces (TRACES: the .npz files harness/emulator/trace.py saves, one a
-launch), the kernel is priced by the gfx950 timing model (gfx950_timeline.py) instead: its launches'
-timelines at each recorded length, extrapolated linearly in the KV length to the shape's.
+launch; the child traces the recorded call's launches, recordings.py keeps them as files), the kernel is
+priced by the gfx950 timing model (gfx950_timeline.py) instead: its launches' timelines at each recorded
+length, extrapolated linearly in the KV length to the shape's. A kernel without them keeps the counts'
+price, and its row says why.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,8 +58,9 @@ def one_call(emulated: dict) -> tuple[dict, list]:
             uneven.append(kernel)
         counts = {key: value / 2 for key, value in (entry.get("counts") or {}).items()}
         counts["waves_per_workgroup"] = (entry.get("counts") or {}).get("waves_per_workgroup", 0)
+        traces = list(entry.get(TRACES) or [])  # the recorded (second) call's: the last half or all
         found[kernel] = {"launches": max(1, launches // 2), "counts": counts,
-                         TRACES: list(entry.get(TRACES) or [])[launches // 2:]}  # the second call's
+                         TRACES: traces[len(traces) - launches // 2:] if launches > 1 else traces}
     return found, uneven
 
 
@@ -73,9 +77,10 @@ def memory_bytes(counts: dict) -> float:
     return float(sum(v for k, v in counts.items() if k.startswith("bytes.") and k not in NOT_MEMORY))
 
 
-def launches(calls: list, batch: int, kv: int) -> tuple[list, str]:
+def launches(calls: list, batch: int, kv: int, replayed: int = 0) -> tuple[list, str]:
     """([Launch per HIP kernel], "") from [(kv length, one call's summary)] (shortest first), or ([], why):
-    why names a call that launched no HIP kernel (the file took another path than its MI355X one)."""
+    why names a call that launched no HIP kernel (the file took another path than its MI355X one).
+    replayed: how many of the calls the shared recordings answered (their traces kept there)."""
     for length, summary in calls:
         if not summary:
             return [], (f"its HIP kernels did not run at kv {length} on the gfx950 emulator (the file took "
@@ -92,7 +97,7 @@ def launches(calls: list, batch: int, kv: int) -> tuple[list, str]:
         programs = int(counts.get("workgroups", 0) // count)
         nbytes = _extrapolated(calls, kernel, kv)
         fit, why = _fit(kernel, entry, programs, fits)
-        fit, why = _traced(kernel, calls, kv, fit, why)
+        fit, why = _traced(kernel, calls, kv, fit, why, replayed)
         found.append(Launch("hip", f"{kernel} ({programs} workgroups) {MARK}", count=count, bytes=nbytes,
                             programs=programs, kernel=kernel, fit=fit, unpriced=why))
     return found, ""
@@ -120,16 +125,22 @@ def _fit(kernel: str, entry: dict, programs: int, fits) -> tuple:
     return executed.ExecutedFit(kernel, "KV tile", waves, per_wave, {}, 1, 0.0), ""
 
 
-def _traced(kernel: str, calls: list, kv: int, fit, why: str) -> tuple:
+def _traced(kernel: str, calls: list, kv: int, fit, why: str, replayed: int = 0) -> tuple:
     """The kernel's fit with its launches' traces at every recorded length (TracedFit), where the
-    summaries name them; else the fit as it was."""
+    summaries name them (at the lengths that launched it); else the fit as it was, with why it has no
+    traces."""
     traced = []
     for length, summary in calls:
-        entry = summary.get(kernel) or {}
+        entry = summary.get(kernel)
+        if entry is None:
+            continue  # not launched at this length: priced from the others
         paths = entry.get(TRACES) or []
-        if len(paths) != entry.get("launches") or not all(Path(p).is_file() for p in paths):
-            return fit, why
+        missing = (f"{len(paths)} traces for {entry.get('launches')} launches" if len(paths) != entry.get("launches")
+                   else next((f"trace {p} is gone" for p in paths if not Path(p).is_file()), ""))
+        if missing:
+            untraced = f"not timed by the gfx950 timing model: at kv {length}, {missing}"
+            return (dataclasses.replace(fit, untraced=untraced), why) if fit else (None, why or untraced)
         traced.append((length, tuple(tracing.load(Path(p)) for p in paths)))
     base = fit or executed.ExecutedFit(kernel, "KV tile", traced[-1][1][0].resources.waves_per_workgroup,
-                                       {}, {}, len(calls), 0.0)
-    return TracedFit(**vars(base), traced=tuple(traced), kv=kv), ""
+                                       {}, {}, len(traced), 0.0)
+    return TracedFit(**dict(vars(base), replayed=replayed), traced=tuple(traced), kv=kv), ""

@@ -173,7 +173,8 @@ def price_executed(nbytes: float, programs: int, count: int, units: float, fit, 
     point = max(bytes_low, compute) if hides else bytes_low + compute
     low, high = max(bytes_low, compute_low), bytes_high + compute_high
     mfma = sum(matrix.values())
-    detail = fit_words(fit, costs) + "; " + overlap_words(waves_per_simd, hides) + missing_words(missing)
+    detail = (fit_words(fit, costs) + "; " + overlap_words(waves_per_simd, hides) + missing_words(missing)
+              + (f"; {fit.untraced}" if getattr(fit, "untraced", "") else ""))
     at = f"at {units:.3g} {fit.unit}s per program: " if fit.per_unit else ""  # one call: its own shape
     figures = (f"{at}{valu:.0f} VALU + {mfma:.0f} MFMA + {lds:.0f} LDS "
                f"({lds_bytes / 1e3:.1f} kB), {per_wave.get('by_class.SALU', 0):.0f} SALU per wave, {programs} "
@@ -219,8 +220,12 @@ def price_traced(fit, peak_bandwidth: float, slowest_bandwidth: float) -> Kernel
     first = priced[0]
     unfitted = "" if timeline.load_figures().fitted else ", figures not yet fitted"
     lengths = " and ".join(str(length) for length, _ in fit.traced)
-    figures = (f"{first.bound}-bound at kv {lengths}" + (f", extrapolated to kv {fit.kv}" if lengths != str(fit.kv)
-                                                           else ""))
+    scaled = ("" if lengths == str(fit.kv) else f", extrapolated to kv {fit.kv}" if len(fit.traced) > 1
+              else f", scaled in proportion to kv {fit.kv}")
+    replayed = min(fit.replayed, len(fit.traced))
+    figures = (f"{first.bound}-bound at kv {lengths}{scaled}"
+               + (f"; traces of {replayed} of {len(fit.traced)} calls replayed from the shared recordings"
+                  if replayed else ""))
     return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point),
                        bytes_us=sum(p.parts["bandwidth"] for p in priced),
                        instructions_us=sum(max(p.parts["issue"], p.parts["latency"]) for p in priced),

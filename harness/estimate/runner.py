@@ -117,19 +117,21 @@ def _kernel_model_warnings(shapes: list, platform: Platform) -> list[str]:
 
 
 def _record_shape(worker: Worker, spec: dict, lengths: list, device: str,
-                  kept: shared.Recordings | None = None) -> tuple[list, list, str]:
-    """([recording per length], [the emulator's summary of each], "") or ([], [], why it failed)."""
-    recorded, emulated = [], []
+                  kept: shared.Recordings | None = None) -> tuple[list, list, int, str]:
+    """([recording per length], [the emulator's summary of each], calls replayed, "") or ([], [], 0, why it
+    failed)."""
+    recorded, emulated, replayed = [], [], 0
     for kv in lengths:
         reply = shared.call(worker, kept, "estimate", CALL_LIMIT_S, args=dict(spec, kvseqlen=kv), device=device)
         if not reply["ok"]:
-            return [], [], reply["message"]
+            return [], [], 0, reply["message"]
         outcome = reply["result"]
         if not outcome["good"]:
-            return [], [], f"fails the check: {(outcome['message'].splitlines() or [''])[0]}"
+            return [], [], 0, f"fails the check: {(outcome['message'].splitlines() or [''])[0]}"
         recorded.append(outcome["recording"])
         emulated.append(reply.get("emulated") or {})
-    return recorded, emulated, ""
+        replayed += bool(reply.get(shared.CACHED))
+    return recorded, emulated, replayed, ""
 
 
 def run(submission: Submission, platform: Platform, target: str = "mi355x", *, budget: int | None = None,
@@ -183,8 +185,10 @@ def _replayed(shelf: dict) -> str:
         return ""
     where = next(iter(shelf.values())).where
     calls = "call" if hits == 1 else "calls"
-    return (f"{hits} recorded or emulated {calls} replayed from the shared recordings ({where}): an earlier run "
-            f"of this file under this harness made them (${shared.ENV}=off runs everything again)")
+    traces = sum(kept.traces for kept in shelf.values())
+    timed = f", with the {traces} launch traces the gfx950 timing model prices" if traces else ""
+    return (f"{hits} recorded or emulated {calls} replayed from the shared recordings ({where}){timed}: an "
+            f"earlier run of this file under this harness made them (${shared.ENV}=off runs everything again)")
 
 
 def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: int, progress, shelf: dict) -> tuple:
@@ -208,14 +212,15 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
                 progress(index, len(shapes), f"{batch}×{kv}")
             lengths = (hip_launches.lengths(batch, kv, min(budget, hip_launches.EMULATED_ROWS)) if hip
                        else recording_lengths(batch, kv, platform.is_gpu, budget))
-            recorded, emulated, failure = _record_shape(worker, shape.spec, lengths,
-                                                        "cpu" if hip else platform.torch_device, shelf.get("record"))
+            recorded, emulated, replayed, failure = _record_shape(worker, shape.spec, lengths,
+                                                                  "cpu" if hip else platform.torch_device,
+                                                                  shelf.get("record"))
             if failure:
                 return f"{batch}×{kv}: {failure}", "fail", [], []
             one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
                                                  lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
             shape.recorded_kv = lengths
-            found, failure = _hip_launches(hip, lengths, emulated, batch, kv)
+            found, failure = _hip_launches(hip, lengths, emulated, batch, kv, replayed)
             if failure:
                 return f"{batch}×{kv}: {failure}", "fail", [], []
             priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv) + found
@@ -232,12 +237,13 @@ def _recording_worker(held: session.Guarded) -> Worker:
     return worker
 
 
-def _hip_launches(hip: bool, lengths: list, emulated: list, batch: int, kv: int) -> tuple[list, str]:
+def _hip_launches(hip: bool, lengths: list, emulated: list, batch: int, kv: int,
+                  replayed: int = 0) -> tuple[list, str]:
     """A HIP file's emulated kernels at one shape as launches to price ([], "" for other files)."""
     if not hip:
         return [], ""
     calls = [(length, hip_launches.one_call(summary)[0]) for length, summary in zip(lengths, emulated)]
-    return hip_launches.launches(calls, batch, kv)
+    return hip_launches.launches(calls, batch, kv, replayed)
 
 
 def _executed_counts(held: session.Guarded, path: mi355x_path.PathPlan, progress,

@@ -9,6 +9,8 @@ Four sources, one field each in the recording:
   - "triton": each Triton launch with its grid and the bytes of its tensor arguments.
 What runs inside the stand-in (it computes the answer with torch) or inside a Triton launch (the interpreter moves
 tensors around) is not a launch of the runner's: it is left out. On a CPU every tensor stands for a device one.
+On the gfx950 emulator the recorded call's launches are traced too (launch_hip.tracing): the reply's
+"emulated" summary carries them for the timing model.
 """
 import contextlib
 import os
@@ -177,6 +179,15 @@ def _triton_run(recorder: Recorder):
     return wrap
 
 
+def _traced_launches():
+    """Tracing of every emulated launch in the block, where the gfx950 emulator runs them."""
+    from harness.emulator import launch_hip, launch_triton
+
+    if launch_hip.requested() or launch_triton.requested():
+        return launch_hip.tracing()
+    return contextlib.nullcontext()
+
+
 @contextlib.contextmanager
 def recording(device: str):
     """Records everything the block launches; yields a function that returns the recording (a JSON-safe dict)."""
@@ -192,4 +203,5 @@ def recording(device: str):
             for owner in (jit.JITFunction, interpreter.InterpretedFunction):
                 stack.enter_context(_patched(owner, "run", _triton_run(recorder)))
         stack.enter_context(_dispatch_mode(recorder))
+        stack.enter_context(_traced_launches())
         yield lambda: recorder.result(calls)
