@@ -18,9 +18,9 @@ from harness.emulator.errors import EmulationFault
 
 SCHEDULE = ("the checker flags two waves touching one LDS byte between two s_barriers, one of them "
             "writing, whatever their order; the emulator ran the waves of a workgroup in lockstep (one "
-            "instruction each in turn) and lands LDS-DMA at issue (on MI355X a memory round trip later), "
-            "so a race it names needs a wave to lag on hardware, which is rare per call and likely over "
-            "ranked mode's ~100 calls")
+            "instruction each in turn; four where races are let through) and lands LDS-DMA at issue "
+            "(on MI355X a memory round trip later), so a race it names needs a wave to lag on hardware, "
+            "which is rare per call and likely over ranked mode's ~100 calls")
 
 
 def _instruction():
