@@ -9,9 +9,10 @@ every live tensor storage and hipMalloc block for the bounds checker and
 calls run_kernel. A NotEmulated or EmulationFault is kept: the runtime
 throws into the host code, and `checked()` raises the kept one after the
 submission's call, whatever the submission did with the C++ error.
-Inside `tracing()` (the estimate's recorded call) every launch also
-traces representative workgroups; summary() carries each launch's trace
-as .npz bytes (base64) for the parent's timing model.
+Inside `tracing()` (the estimate's recorded call), or in a child whose
+$HARNESS_TRACE_LAUNCHES is 1 (the estimate's emulated calls), every launch
+also traces representative workgroups; summary() carries each launch's
+trace as .npz bytes (base64) for the parent's timing model.
 """
 import base64
 import contextlib
@@ -27,6 +28,7 @@ from harness.emulator.hip_runtime import bundle, extension, library
 ENV = "HARNESS_EMULATE_GFX950"  # set by the parent: HIP runs emulated here
 MARK = "gfx950 emulated (CPU): correctness only"
 TRACES = "traces"  # a summary entry's traced launches (estimate/hip_launches.py)
+TRACE_ENV = "HARNESS_TRACE_LAUNCHES"  # "1": every launch of the child is traced
 
 # The explicit arguments' kinds (AMDGPUUsage, code object v5 metadata).
 _EXPLICIT = {"by_value", "global_buffer", "dynamic_shared_pointer",
@@ -149,7 +151,7 @@ def tracing():
 
 def trace_option() -> dict:
     """run_kernel's keyword for a launch now: a trace request or none."""
-    if not _state["tracing"]:
+    if not (_state["tracing"] or os.environ.get(TRACE_ENV) == "1"):
         return {}
     from harness.emulator.trace import TraceRequest
     return {"trace": TraceRequest()}

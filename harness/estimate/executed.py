@@ -14,8 +14,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness import platform as platforms
+from harness.emulator import trace as tracing
 from harness.estimate import recordings as shared
 from harness.estimate.mi355x_path import MERGE_KERNEL, SPLIT_KERNEL
 
@@ -41,6 +43,7 @@ class ExecutedFit:
     misfit: float          # the largest relative miss of the fit on VALU, MFMA or LDS over those calls
     replayed: int = 0      # of those, calls answered by the shared recordings (recordings.py): not run now
     untraced: str = ""     # a HIP kernel without launch traces: why the timing model does not price it
+    sampled: tuple = ()    # ((units per program, (LaunchTrace of each launch, ...)), ...) per emulated call
 
     def per_wave(self, units: float) -> dict:
         return {key: self.fixed.get(key, 0.0) + self.per_unit.get(key, 0.0) * units
@@ -103,6 +106,7 @@ def fit_calls(calls: list, merge_by_split: bool, block: int = TILE, replayed: in
     of 201's plan is fitted per split (its splits: the split kernel's programs over the batch), the rest per KV tile."""
     found = Executed(block=block)
     points: dict = {}
+    sampled: dict = {}  # (kernel, unit) -> [(units per program, its launches' trace files)]
     for (batch, kv), emulated in calls:
         splits = (emulated.get(SPLIT_KERNEL, {}).get("counts", {}).get("workgroups", 0) // max(batch, 1))
         for kernel, entry in emulated.items():
@@ -114,13 +118,25 @@ def fit_calls(calls: list, merge_by_split: bool, block: int = TILE, replayed: in
             units = splits if by_split else batch * -(-kv // block) / programs
             points.setdefault((kernel, "split" if by_split else "KV tile"), []).append((units, programs, waves,
                                                                                         counts))
+            traces = entry.get(shared.TRACES) or []
+            sampled.setdefault((kernel, "split" if by_split else "KV tile"), []).append(
+                (units, traces if len(traces) == launches else []))
     for (kernel, unit), found_points in points.items():
         fit, why = fit_kernel(kernel, unit, found_points)
         if fit is not None:
-            found.fits[kernel] = dataclasses.replace(fit, replayed=min(replayed, fit.calls))
+            found.fits[kernel] = dataclasses.replace(fit, replayed=min(replayed, fit.calls),
+                                                     sampled=_loaded(sampled[kernel, unit]))
         else:
             found.why_kernel[kernel] = why
     return found
+
+
+def _loaded(sampled: list) -> tuple:
+    """((units, (LaunchTrace, ...)), ...) where every call traced each launch and its files are there;
+    else () (the kernel keeps the counts' price)."""
+    if not all(paths and all(Path(p).is_file() for p in paths) for _, paths in sampled):
+        return ()
+    return tuple((units, tuple(tracing.load(Path(p)) for p in paths)) for units, paths in sampled)
 
 
 def why_not_emulated(submission, platform) -> str:

@@ -15,6 +15,7 @@ A loop that loads the same bytes twice per iteration (an L2 hit) gets half the i
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,6 +156,8 @@ def price_executed(nbytes: float, programs: int, count: int, units: float, fit, 
     more waves per SIMD the larger of bytes and instructions, else their sum, as price() does."""
     if getattr(fit, "traced", None):  # hip_launches.TracedFit: the timing model prices its traces
         return price_traced(fit, peak_bandwidth, slowest_bandwidth)
+    if getattr(fit, "sampled", None):  # a Triton kernel traced in the emulated calls (executed.py)
+        return price_sampled(fit, nbytes, programs, count, units, peak_bandwidth, slowest_bandwidth)
     per_wave = fit.per_wave(units)
     waves = count * programs * fit.waves
     cus = min(compute_units, programs)
@@ -229,6 +232,42 @@ def price_traced(fit, peak_bandwidth: float, slowest_bandwidth: float) -> Kernel
     return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point),
                        bytes_us=sum(p.parts["bandwidth"] for p in priced),
                        instructions_us=sum(max(p.parts["issue"], p.parts["latency"]) for p in priced),
+                       method=TIMELINE + unfitted,
+                       detail=f"{fit.kernel}: " + "; ".join(first.lines[:-1] if unfitted else first.lines),
+                       figures=figures)
+
+
+def price_sampled(fit, nbytes: float, programs: int, count: int, units: float, peak_bandwidth: float,
+                  slowest_bandwidth: float) -> KernelPrice:
+    """`count` launches of `programs` programs doing `units` units of work each, by the gfx950 timing
+    model over the kernel's traces from the emulated calls (fit.sampled): each traced launch priced as
+    if its grid were this launch's, with this launch's bytes; a line in the units per program through
+    the calls, read at `units`. The launch gap left to the caller; band as price_traced's."""
+    from harness.estimate import executed, gfx950_timeline as timeline
+
+    def at(bandwidth: float | None) -> tuple[float, object]:
+        figures = timeline.load_figures({"hbm_bytes_per_second": bandwidth} if bandwidth else None)
+        points = []
+        for sample_units, traces in fit.sampled:
+            priced = [timeline.price_launch(dataclasses.replace(trace, grid=(programs, 1, 1)), figures,
+                                            nbytes / count) for trace in traces]
+            points.append((sample_units, sum(p.microseconds - p.parts["launch"] for p in priced) / len(priced),
+                           priced[0]))
+        line = executed.fit_line([u for u, _, _ in points], [t for _, t, _ in points])
+        nearest = min(points, key=lambda point: abs(point[0] - units))
+        one = line[0] + line[1] * units if line else nearest[1] * units / nearest[0]
+        return max(0.0, one) * count, nearest[2]
+
+    point, first = at(None)
+    low, high = at(peak_bandwidth)[0], at(slowest_bandwidth)[0]
+    unfitted = "" if timeline.load_figures().fitted else ", figures not yet fitted"
+    spread = sorted(u for u, _ in fit.sampled)
+    figures = (f"{first.bound}-bound near {units:.3g} {fit.unit}s per program: a line through "
+               f"{len(spread)} emulated calls at {spread[0]:.3g}-{spread[-1]:.3g}, each traced launch "
+               f"priced on {programs} programs")
+    return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point),
+                       bytes_us=first.parts["bandwidth"] * count,
+                       instructions_us=max(first.parts["issue"], first.parts["latency"]) * count,
                        method=TIMELINE + unfitted,
                        detail=f"{fit.kernel}: " + "; ".join(first.lines[:-1] if unfitted else first.lines),
                        figures=figures)

@@ -5,9 +5,10 @@ On a GPU the official shapes run as they are; on a CPU each is recorded at short
 (harness/estimate/launches.py). A submission that fails the check, or that the aiter stand-in refuses (partial
 work such as page size > 1), gets no estimate, only the reason. A HIP file is recorded in a worker that runs its
 kernels on the gfx950 emulator (hip_launches.py), the path it takes on MI355X; where the emulator cannot run,
-_refusal_before_running says why. Triton launches with a gfx950 compile in the file's AOT_SPECS, and HIP
-kernels, are priced by the kernel model (kernel_model.py). Calls already made by an earlier run of the same file
-are replayed from the shared recordings (recordings.py).
+_refusal_before_running says why. HIP kernels, and Triton kernels the estimate runs on the emulator (executed.py),
+are priced by the gfx950 timing model over their launches' traces (the emulated worker traces them); other Triton
+launches with a gfx950 compile in the file's AOT_SPECS by the kernel model (kernel_model.py). Calls already made by
+an earlier run of the same file are replayed from the shared recordings (recordings.py), traces and all.
 The result is a ledger record of mode "estimate": never a measured time.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ from harness.platform import Platform, interprets_triton
 from harness.results import ledger, records
 from harness.results.figures import geomean
 from harness.checks import lint
+from harness.emulator import launch_hip
 from harness.run import cases, compiling, session
 from harness.run.worker import Worker
 from harness.sandbox import guard
@@ -175,7 +177,7 @@ def _shelf(submission: Submission, platform: Platform) -> dict:
              else f"{platform.torch_device}{' interpreted' if interprets_triton(submission, platform) else ''}"
              f", aiter {AITER_IN_TORCH}")
     return {"record": shared.Recordings(submission.path, plain),
-            "emulate": shared.Recordings(submission.path, "emulated gfx950 test")}
+            "emulate": shared.Recordings(submission.path, "emulated gfx950 test, traced")}
 
 
 def _replayed(shelf: dict) -> str:
@@ -256,8 +258,14 @@ def _executed_counts(held: session.Guarded, path: mi355x_path.PathPlan, progress
     if progress:
         progress(0, 1, "executed counts on the gfx950 emulator")
     block = int((path.options or {}).get("block_n") or executed.TILE)
-    return executed.sample(lambda: held.start_emulated_worker("estimate-emulated"), path.worked_out() and path.merges,
-                           block, recordings=kept)
+    return executed.sample(lambda: _traced_worker(held), path.worked_out() and path.merges, block, recordings=kept)
+
+
+def _traced_worker(held: session.Guarded) -> Worker:
+    """The emulated calls' worker: every launch traced, for the gfx950 timing model."""
+    worker = held.start_emulated_worker("estimate-emulated")
+    worker.env[launch_hip.TRACE_ENV] = "1"
+    return worker
 
 
 def _rocm_plan(held: session.Guarded, sizes: list) -> dict:

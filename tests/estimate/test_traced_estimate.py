@@ -2,6 +2,8 @@
 and a replay from the shared recordings prices from the same trace files (a trace gone, or an entry kept
 before tracing, runs the call again). A real small HIP kernel (the emulator tests' row sum) stands in for
 the submission's launches; the worker is a double that answers as the child does."""
+import functools
+
 import torch
 
 from harness.emulator import launch_hip
@@ -49,8 +51,12 @@ def priced(shelf, worker):
     assert failure == "" and len(recorded) == 2
     (found,), why = runner._hip_launches(True, LENGTHS, emulated, 4, 8192, replayed)
     assert why == ""
-    model, _ = fit.calibrated_model()
-    return found, cost.price(found, model, shape=(4, 8192))
+    return found, cost.price(found, calibrated(), shape=(4, 8192))
+
+
+@functools.cache
+def calibrated():
+    return fit.calibrated_model()[0]
 
 
 def test_traced_launches_are_priced_by_the_timeline_and_replayed_from_the_same_files(tmp_path, monkeypatch):
@@ -90,3 +96,26 @@ def test_an_estimate_entry_kept_before_tracing_is_recorded_again(tmp_path):
     shelf.commit()
     again = recordings.Recordings(runner.__file__, "emulated gfx950", tmp_path)
     assert again.get("estimate", SPEC) is None and again.get("test", SPEC) is not None
+
+
+def test_a_triton_kernel_traced_in_the_emulated_calls_is_priced_by_the_timeline(tmp_path):
+    from harness.estimate import executed
+    calls = []
+    for kv in (64, 128, 256):  # a call per sample, as executed.sample's worker answers with tracing on
+        with launch_hip.tracing():
+            launch_row_sum(kv)
+        reply = recordings.trace_files({"emulated": launch_hip.summary()})
+        calls.append(((4, kv), {"row_sum": reply["emulated"]["_Z7row_sumPKfPfi"]}))
+    fits = executed.fit_calls(calls, False)
+    fitted = fits.fits["row_sum"]
+    assert [units for units, _ in fitted.sampled] == [2.0, 4.0, 8.0]  # KV tiles per program
+    costs = kernel_model.load_costs()
+    at = {units: kernel_model.price_executed(4e6, 4, 1, units, fitted, costs, 8e12, 1e12, 256, None)
+          for units in (4.0, 32.0)}
+    assert at[4.0].method == kernel_model.TIMELINE + ", figures not yet fitted"
+    assert "a line through 3 emulated calls at 2-8" in at[32.0].figures
+    assert at[32.0].us > at[4.0].us  # the longer slice costs more
+    untraced = [(shape, {"row_sum": dict(entry["row_sum"], traces=[])}) for shape, entry in calls]
+    plain = executed.fit_calls(untraced, False).fits["row_sum"]
+    assert plain.sampled == () and kernel_model.price_executed(
+        4e6, 4, 1, 4.0, plain, costs, 8e12, 1e12, 256, None).method == kernel_model.EXECUTED_METHOD
