@@ -208,8 +208,7 @@ def price_traced(fit, peak_bandwidth: float, slowest_bandwidth: float) -> Kernel
     caller. The band: the bytes at the peak and at the slowest fitted bandwidth."""
     from harness.estimate import gfx950_timeline as timeline
 
-    def at(bandwidth: float | None) -> tuple[float, list]:
-        figures = timeline.load_figures({"hbm_bytes_per_second": bandwidth} if bandwidth else None)
+    def at(figures) -> tuple[float, list]:
         points = []
         for length, traces in fit.traced:
             priced = [timeline.price_launch(trace, figures) for trace in traces]
@@ -218,23 +217,13 @@ def price_traced(fit, peak_bandwidth: float, slowest_bandwidth: float) -> Kernel
         slope = (long_us - short_us) / (long - short) if long != short else long_us / long
         return max(0.0, long_us + slope * (fit.kv - long)), last
 
-    point, priced = at(None)
-    low, high = at(peak_bandwidth)[0], at(slowest_bandwidth)[0]
-    first = priced[0]
-    unfitted = "" if timeline.load_figures().fitted else ", figures not yet fitted"
     lengths = " and ".join(str(length) for length, _ in fit.traced)
     scaled = ("" if lengths == str(fit.kv) else f", extrapolated to kv {fit.kv}" if len(fit.traced) > 1
               else f", scaled in proportion to kv {fit.kv}")
     replayed = min(fit.replayed, len(fit.traced))
-    figures = (f"{first.bound}-bound at kv {lengths}{scaled}"
-               + (f"; traces of {replayed} of {len(fit.traced)} calls replayed from the shared recordings"
-                  if replayed else ""))
-    return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point),
-                       bytes_us=sum(p.parts["bandwidth"] for p in priced),
-                       instructions_us=sum(max(p.parts["issue"], p.parts["latency"]) for p in priced),
-                       method=TIMELINE + unfitted,
-                       detail=f"{fit.kernel}: " + "; ".join(first.lines[:-1] if unfitted else first.lines),
-                       figures=figures)
+    said = f"; traces of {replayed} of {len(fit.traced)} calls replayed from the shared recordings" if replayed else ""
+    return _timeline_price(fit.kernel, at, peak_bandwidth, slowest_bandwidth,
+                           lambda bound: f"{bound}-bound at kv {lengths}{scaled}{said}")
 
 
 def price_sampled(fit, nbytes: float, programs: int, count: int, units: float, peak_bandwidth: float,
@@ -245,8 +234,7 @@ def price_sampled(fit, nbytes: float, programs: int, count: int, units: float, p
     the calls, read at `units`. The launch gap left to the caller; band as price_traced's."""
     from harness.estimate import executed, gfx950_timeline as timeline
 
-    def at(bandwidth: float | None) -> tuple[float, object]:
-        figures = timeline.load_figures({"hbm_bytes_per_second": bandwidth} if bandwidth else None)
+    def at(figures) -> tuple[float, list]:
         points = []
         for sample_units, traces in fit.sampled:
             priced = [timeline.price_launch(dataclasses.replace(trace, grid=(programs, 1, 1)), figures,
@@ -256,18 +244,30 @@ def price_sampled(fit, nbytes: float, programs: int, count: int, units: float, p
         line = executed.fit_line([u for u, _, _ in points], [t for _, t, _ in points])
         nearest = min(points, key=lambda point: abs(point[0] - units))
         one = line[0] + line[1] * units if line else nearest[1] * units / nearest[0]
-        return max(0.0, one) * count, nearest[2]
+        return max(0.0, one) * count, [nearest[2]] * count
 
-    point, first = at(None)
-    low, high = at(peak_bandwidth)[0], at(slowest_bandwidth)[0]
-    unfitted = "" if timeline.load_figures().fitted else ", figures not yet fitted"
     spread = sorted(u for u, _ in fit.sampled)
-    figures = (f"{first.bound}-bound near {units:.3g} {fit.unit}s per program: a line through "
-               f"{len(spread)} emulated calls at {spread[0]:.3g}-{spread[-1]:.3g}, each traced launch "
-               f"priced on {programs} programs")
+    return _timeline_price(fit.kernel, at, peak_bandwidth, slowest_bandwidth,
+                           lambda bound: f"{bound}-bound near {units:.3g} {fit.unit}s per program: a line through "
+                           f"{len(spread)} emulated calls at {spread[0]:.3g}-{spread[-1]:.3g}, each traced "
+                           f"launch priced on {programs} programs")
+
+
+def _timeline_price(kernel: str, at, peak_bandwidth: float, slowest_bandwidth: float, words) -> KernelPrice:
+    """The KernelPrice of at(figures) -> (us, [LaunchTime of each launch]): the point at the figures,
+    the band at the peak and the slowest bandwidth; words(bound) -> the launch's figures."""
+    from harness.estimate import gfx950_timeline as timeline
+
+    def bandwidth(value: float | None):
+        return timeline.load_figures({"hbm_bytes_per_second": value} if value else None)
+
+    point, priced = at(bandwidth(None))
+    low, high = at(bandwidth(peak_bandwidth))[0], at(bandwidth(slowest_bandwidth))[0]
+    first = priced[0]
+    unfitted = "" if timeline.load_figures().fitted else ", figures not yet fitted"
     return KernelPrice(us=point, low_us=min(low, point), high_us=max(high, point),
-                       bytes_us=first.parts["bandwidth"] * count,
-                       instructions_us=max(first.parts["issue"], first.parts["latency"]) * count,
+                       bytes_us=sum(p.parts["bandwidth"] for p in priced),
+                       instructions_us=sum(max(p.parts["issue"], p.parts["latency"]) for p in priced),
                        method=TIMELINE + unfitted,
-                       detail=f"{fit.kernel}: " + "; ".join(first.lines[:-1] if unfitted else first.lines),
-                       figures=figures)
+                       detail=f"{kernel}: " + "; ".join(first.lines[:-1] if unfitted else first.lines),
+                       figures=words(first.bound))
