@@ -124,8 +124,11 @@ def fit_calls(calls: list, merge_by_split: bool, block: int = TILE, replayed: in
     for (kernel, unit), found_points in points.items():
         fit, why = fit_kernel(kernel, unit, found_points)
         if fit is not None:
-            found.fits[kernel] = dataclasses.replace(fit, replayed=min(replayed, fit.calls),
-                                                     sampled=_loaded(sampled[kernel, unit]))
+            traced = _loaded(sampled[kernel, unit])
+            found.fits[kernel] = dataclasses.replace(
+                fit, replayed=min(replayed, fit.calls), sampled=traced,
+                untraced="" if traced else "not timed by the gfx950 timing model: an emulated call's launches "
+                "were not all traced")
         else:
             found.why_kernel[kernel] = why
     return found
