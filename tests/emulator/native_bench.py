@@ -11,8 +11,17 @@ from harness.emulator.executor import Executors
 from harness.emulator.lds import LDS
 from harness.emulator.memory import HostMemory
 from harness.emulator.native import runner
-from harness.emulator.native.program import NativeProgram
+from harness.emulator.native.program import NativeProgram, compiler
 from harness.emulator.wave import Wave
+
+
+def skip_without_clang() -> None:
+    """The fast path needs clang-22 (make setup installs it): without it these tests skip."""
+    import pytest
+    try:
+        compiler()
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
 
 
 @dataclass

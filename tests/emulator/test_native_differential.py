@@ -10,7 +10,7 @@ from harness.emulator.code_object import load_code_object
 from harness.emulator.native import program as native_program
 
 from .kernels import assemble
-from .native_bench import Start, differences, first_step_apart, run_one
+from .native_bench import Start, differences, first_step_apart, run_one, skip_without_clang
 
 VOP1 = ["bfrev_b32", "mov_b32", "not_b32", "cvt_f32_i32", "cvt_f32_u32", "cvt_u32_f32", "cvt_i32_f32",
         "exp_f32", "log_f32", "rcp_f32", "sqrt_f32", "rsq_f32", "trunc_f32", "floor_f32",
@@ -252,10 +252,7 @@ def start_state(seed: int, buffer_address: int, full_exec: bool) -> Start:
 
 @pytest.fixture(scope="module")
 def codes():
-    try:
-        native_program.compiler()
-    except FileNotFoundError as missing:
-        pytest.skip(str(missing))
+    skip_without_clang()
     return [load_code_object(assemble(program_text(seed, 160), lds=4096)) for seed in range(3)]
 
 

@@ -9,6 +9,7 @@ from harness.emulator.launch import run_kernel
 from harness.emulator.native import program as native_program
 
 from .kernels import compile_hip, memory_of, pack_args
+from .native_bench import skip_without_clang
 
 TWO_KERNELS = """
 KERNEL void ones(float *out) { out[tid()] = 1.0f; }
@@ -23,10 +24,7 @@ KERNEL void sums(float *out, int n) {
 
 @pytest.fixture(scope="module")
 def code():
-    try:
-        native_program.compiler()
-    except FileNotFoundError as missing:
-        pytest.skip(str(missing))
+    skip_without_clang()
     return load_code_object(compile_hip(TWO_KERNELS))
 
 

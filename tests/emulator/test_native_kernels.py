@@ -6,9 +6,9 @@ import pytest
 
 from harness.emulator.code_object import load_code_object
 from harness.emulator.launch import run_kernel
-from harness.emulator.native import program as native_program
 
 from .kernels import compile_hip, memory_of, pack_args
+from .native_bench import skip_without_clang
 
 ROUNDS = """
 KERNEL void rounds(float *out, const float *in, int n) {
@@ -37,10 +37,7 @@ def launch(code, native: bool, quantum: int):
 
 @pytest.mark.parametrize("quantum", [4000, 3, 17])
 def test_a_looping_barriered_kernel_matches_the_numpy_executors(quantum):
-    try:
-        native_program.compiler()
-    except FileNotFoundError as missing:
-        pytest.skip(str(missing))
+    skip_without_clang()
     code = load_code_object(compile_hip(ROUNDS))
     expected, reference = launch(code, False, quantum)
     found, fast = launch(code, True, quantum)

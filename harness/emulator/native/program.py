@@ -13,7 +13,8 @@ from pathlib import Path
 from .. import sopp
 from ..errors import NotEmulated
 from ..executor import split_mnemonic
-from . import matrix_ops, memory_ops, scalar, vector
+from ..valu import base_name
+from . import matrix_ops, memory_ops, packed_ops, scalar, vector
 
 HERE = Path(__file__).resolve().parent
 ENV = "HARNESS_EMULATOR_NATIVE"
@@ -52,6 +53,8 @@ def translate(ins, program, defs: dict):
         if encoding == "v" and name in ("cvt_pk_fp8_f32", "cvt_pk_bf8_f32", "cvt_scalef32_pk_fp8_f32",
                                         "cvt_scalef32_pk_bf8_f32"):
             return matrix_ops.cvt_pk_fp8(ins, name, defs), None
+        if encoding == "v" and packed_ops.knows(base_name(ins.mnemonic)):
+            return packed_ops.translate(ins), None
         if encoding == "v":
             return vector.valu(ins), None
         if encoding == "s":
