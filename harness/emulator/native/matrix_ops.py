@@ -71,13 +71,25 @@ def operand_cells(m: int, k: int, side: str, kind: str) -> list[int]:
     return [int((lane % m) * k + q) for lane, row in enumerate(ks) for q in row]
 
 
-def first_steps(ladder) -> list[str]:
-    """Per float bits >> 20 (exponent, 3 mantissa bits): the ladder's lower bound for the
-    bucket's smallest float (runtime.c's encode_minifloat walks up from there)."""
-    smallest = (np.arange(2048, dtype=np.uint32) << np.uint32(20)).view(np.float32)
-    with np.errstate(invalid="ignore"):  # the NaN buckets: NaNs never walk the ladder
-        bounds = np.searchsorted(ladder, smallest.astype(np.float64), "left")
-    return [str(int(x)) for x in bounds]
+def minifloat(defs: dict, kind: str) -> str:
+    """The format's Minifloat (prelude.c) for runtime.c's encode by bits, once its codes
+    0..top are checked to be the format's own values (else numpy encodes)."""
+    values, _ = FORMATS[kind]
+    positives = values[:len(values) // 2]
+    finite = np.isfinite(positives)
+    top = int(np.flatnonzero(finite)[-1])
+    beyond = np.flatnonzero(~finite)
+    over = int(beyond[0]) if len(beyond) and np.isinf(positives[beyond[0]]) else len(values) // 2 - 1
+    per_binade = int(np.count_nonzero((positives >= 1) & (positives < 2)))
+    mant = per_binade.bit_length() - 1
+    bias = 1 - int(np.log2(positives[per_binade]))
+    codes = np.arange(top + 1)
+    exponent, fraction = codes >> mant, (codes & (per_binade - 1)) / per_binade
+    by_bits = np.where(exponent > 0, 2.0 ** (exponent - bias) * (1 + fraction), 2.0 ** (1 - bias) * fraction)
+    if per_binade != 1 << mant or not np.array_equal(by_bits, positives[:top + 1]):
+        raise Skip(kind)
+    fields = [mant, bias, top, over, len(values) // 2 - 1, len(values) // 2]
+    return define(defs, f"format_{kind}", "Minifloat", [str(x) for x in fields])
 
 
 def cvt_pk_fp8(ins, name: str, defs: dict) -> str:
@@ -85,14 +97,7 @@ def cvt_pk_fp8(ins, name: str, defs: dict) -> str:
     if set(ins.modifiers) - {"op_sel", "clamp"} or ins.mnemonic.endswith(("_dpp", "_sdwa")):
         raise Skip(name)
     kind = "fp8" if "fp8" in name else "bf8"
-    values, _ = FORMATS[kind]
-    positives = values[:len(values) // 2]
-    finite = np.isfinite(positives)
-    top = int(np.flatnonzero(finite)[-1])
-    beyond = np.flatnonzero(~finite)
-    over = int(beyond[0]) if len(beyond) and np.isinf(positives[beyond[0]]) else len(values) // 2 - 1
-    ladder = define(defs, f"ladder_{kind}", "double", [c_double(v) for v in positives[:top + 1]])
-    ladder = f"{ladder}, {define(defs, f'first_{kind}', 'int16_t', first_steps(positives[:top + 1]))}"
+    fmt = minifloat(defs, kind)
     text = ins.modifiers.get("op_sel", "")
     bits = [int(x) for x in text.strip("[]").split(",")] if text else []
     high = bits[2] if len(bits) > 2 else 0
@@ -104,9 +109,7 @@ def cvt_pk_fp8(ins, name: str, defs: dict) -> str:
             raise Skip(name)
         high = bits[3] if len(bits) > 3 else 0
         a, b, scale = (src(text) for text in ins.operands[1:4])
-        return (f"cvt_scalef32_pk(V({row.index}), {a}, {b}, {scale}, {ladder}, {top}, {over},"
-                f" {len(values) // 2 - 1}, {len(values) // 2}, {high}, EXEC64);")
+        return f"cvt_scalef32_pk(V({row.index}), {a}, {b}, {scale}, {fmt}, {high}, EXEC64);"
     saturate = int("clamp" in ins.modifiers)
     return (f"cvt_pk_minifloat(V({row.index}), {src(ins.operands[1], 'f32')},"
-            f" {src(ins.operands[2], 'f32')}, {ladder}, {top}, {over}, {len(values) // 2 - 1},"
-            f" {len(values) // 2}, {saturate}, {high}, EXEC64);")
+            f" {src(ins.operands[2], 'f32')}, {fmt}, {saturate}, {high}, EXEC64);")

@@ -162,6 +162,10 @@ static inline uint32_t perm(uint32_t s0, uint32_t s1, uint32_t sel) {
     return out;
 }
 
+/* an 8-bit float format (fp8 e4m3, bf8 e5m2): mantissa bits, exponent bias, the largest finite
+   code, the code an overflow takes (inf, or NaN where there is none), the NaN code, the sign bit */
+typedef struct { int mant, bias, top, over, nan_code, half; } Minifloat;
+
 /* memory checks and moves (runtime.c): each returns 0 where the numpy executor must take over */
 int inside(const State *st, uint64_t at, uint64_t n);
 int lanes_inside(const State *st, const uint64_t *at, uint64_t ex, uint64_t n);
@@ -185,8 +189,7 @@ void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_
                 int m, int k, int per_lane, const double *table_a, int width_a, const double *table_b,
                 int width_b, const int32_t *cells_a, const int32_t *cells_b, const int32_t *out_rows,
                 int covers, uint64_t ex);
-void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, const int16_t *first, int top,
-                      int over, int nan_code, int half, int saturate, int high, uint64_t ex);
+void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const Minifloat *f, int saturate, int high, uint64_t ex);
 uint64_t mad_64_32(uint32_t *lo, uint32_t *hi, Src A, Src B, const uint32_t *c_lo, const uint32_t *c_hi,
                    int is_signed, uint64_t ex);
 void div_fmas(uint32_t *d, Src A, Src B, Src C, uint64_t vcc, uint64_t ex);
@@ -194,8 +197,7 @@ void div_fixup(uint32_t *d, Src Den, Src Num, uint64_t ex);
 uint64_t dpp_gather(uint32_t *g, const uint32_t *row, const int8_t *lanes, uint64_t ex, int bound_zero,
                     uint32_t keep, uint32_t flip);
 void bitop3(uint32_t *d, Src A, Src B, Src C, int table, uint64_t ex);
-void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const double *ladder, const int16_t *first,
-                     int top, int over, int nan_code, int half, int high, uint64_t ex);
+void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const Minifloat *f, int high, uint64_t ex);
 void pk_f32(int op, uint32_t *lo, uint32_t *hi, Src A, Src B, Src C, Src A2, Src B2, Src C2, uint64_t ex);
 void sdwa_select(uint32_t *g, Src X, int shift, int width, int sext);
 void pk_u16(int op, uint32_t *d, Src A, Src B, int lo_a, int lo_b, int hi_a, int hi_b, uint64_t ex);

@@ -327,34 +327,28 @@ void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_
     for (int r = 0; r < registers; r++) put(d + r * 64, t + r * 64, ex);
 }
 
-/* numerics.encode_minifloat: nearest code of the ladder of finite positives, ties to even.
-   first[b]: the ladder's lower bound for the smallest float whose bits >> 20 are b (the
-   float's exponent and 3 mantissa bits), so a short walk up finds the bound for x itself */
-static uint32_t encode_minifloat(float x, const double *v, const int16_t *first, int top, int over,
-                                 int nan_code, int half, int saturate) {
-    double mag = fabs((double)x);
-    uint32_t code;
-    if (isnan(mag)) code = nan_code;
-    else {
-        int lo = first[(U(x) & 0x7FFFFFFFu) >> 20];
-        while (lo <= top && v[lo] < mag) lo++;
-        int upper = lo < 1 ? 1 : lo > top ? top : lo;
-        double below = v[upper - 1], above = v[upper];
-        int pick = (mag - below > above - mag) || ((mag - below == above - mag) && upper % 2 == 0);
-        code = pick ? upper : upper - 1;
-        double limit = v[top] + (v[top] - v[top - 1]) / 2;
-        int overflow = mag > limit || (mag == limit && top % 2 == 1);
-        if (overflow || isinf(mag)) code = saturate ? top : over;
-    }
-    return code | (U(x) >> 31) * half;
+/* numerics.encode_minifloat (nearest code, ties to the even code) by the float's bits: codes
+   run linearly through the format's values, so at or above its smallest normal the float's
+   exponent and top `mant` mantissa bits, rounded to nearest even, are the code (a carry steps
+   into the next binade); below, the value in units of the smallest subnormal, rounded to even
+   (matrix_ops.minifloat checks this against the format's table of values) */
+static uint32_t encode_minifloat(float x, const Minifloat *f, int saturate) {
+    uint32_t u = U(x) & 0x7FFFFFFFu, code, shift = 23u - (uint32_t)f->mant, sign = (U(x) >> 31) * f->half;
+    if (u > 0x7F800000u) return (uint32_t)f->nan_code | sign;
+    if (u >= (uint32_t)(128 - f->bias) << 23) {
+        uint64_t t = (uint64_t)u - ((uint64_t)(127 - f->bias) << 23);
+        code = (uint32_t)((t + (1ull << (shift - 1)) - 1ull + (t >> shift & 1ull)) >> shift);
+    } else  /* times 2^(bias - 1 + mant), exact */
+        code = (uint32_t)rintf(F(u) * F((uint32_t)(126 + f->bias + f->mant) << 23));
+    if (code > (uint32_t)f->top) code = (uint32_t)(saturate ? f->top : f->over);
+    return code | sign;
 }
 
-void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const double *ladder, const int16_t *first, int top,
-                      int over, int nan_code, int half, int saturate, int high, uint64_t ex) {
+void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const Minifloat *f, int saturate, int high, uint64_t ex) {
     uint32_t t[64];
     for (int l = 0; l < 64; l++) {
-        uint32_t pair = encode_minifloat(F(LANE(A, l)), ladder, first, top, over, nan_code, half, saturate)
-                      | encode_minifloat(F(LANE(B, l)), ladder, first, top, over, nan_code, half, saturate) << 8;
+        uint32_t pair = encode_minifloat(F(LANE(A, l)), f, saturate)
+                      | encode_minifloat(F(LANE(B, l)), f, saturate) << 8;
         t[l] = high ? (d[l] & 0xFFFFu) | pair << 16 : (d[l] & 0xFFFF0000u) | pair;
     }
     put(d, t, ex);
@@ -429,14 +423,12 @@ void bitop3(uint32_t *d, Src A, Src B, Src C, int table, uint64_t ex) {
 
 /* v_cvt_scalef32_pk_fp8/bf8_f32: each value over 2^(exponent of the scale - 127), in double,
    rounded to f32, then encoded without saturation (matrix.cvt_scalef32) */
-void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const double *ladder, const int16_t *first,
-                     int top, int over, int nan_code, int half, int high, uint64_t ex) {
+void cvt_scalef32_pk(uint32_t *d, Src A, Src B, Src Scale, const Minifloat *f, int high, uint64_t ex) {
     uint32_t t[64];
     for (int l = 0; l < 64; l++) {
         double factor = ldexp(1.0, (int)(LANE(Scale, l) >> 23 & 0xFF) - 127);
         float x = (float)((double)F(LANE(A, l)) / factor), y = (float)((double)F(LANE(B, l)) / factor);
-        uint32_t pair = encode_minifloat(x, ladder, first, top, over, nan_code, half, 0)
-                      | encode_minifloat(y, ladder, first, top, over, nan_code, half, 0) << 8;
+        uint32_t pair = encode_minifloat(x, f, 0) | encode_minifloat(y, f, 0) << 8;
         t[l] = high ? (d[l] & 0xFFFFu) | pair << 16 : (d[l] & 0xFFFF0000u) | pair;
     }
     put(d, t, ex);
