@@ -32,13 +32,14 @@ from harness.paths import REPO_ROOT
 HEADS, QK_DIM, V_DIM = 16, 576, 512
 DTYPES = {"a8w8": (fp8, fp8), "a16w8": (bf16, fp8), "a16w16": (bf16, bf16)}
 TYPE_NAMES = {fp8: "fp8", bf16: "bf16"}  # as the stand-in's pick() names them
-# what decides a trace: the emulator's numpy path (stage 1 runs without the C path), aiter's
-# code objects and stage-1 launch, the stand-in's schedule and pick, this module
-SOURCES = ("harness/emulator", "harness/aiter_gfx950/stage1.py", "harness/aiter_gfx950/kernargs.py",
-           "harness/aiter_gfx950/package.py", "harness/aiter_gfx950/races.py",
+# what decides a trace: the emulator's numpy executors and launch, aiter's code objects and their
+# argument block, the stand-in's schedule and pick, this module. Not: the C fast path, progress lines,
+# HIP/Triton launchers (stage 1 uses none of them), stage1.py's and races.py's choices of wave turns,
+# C path and race checks (a wave's steps are its own whatever the turns): others change those often.
+SOURCES = ("harness/emulator", "harness/aiter_gfx950/kernargs.py", "harness/aiter_gfx950/package.py",
            "harness/aiter_gfx950/code_objects.json", "harness/aiter_standin/metadata.py",
            "harness/aiter_standin/kernels.py", "harness/estimate/aiter_traces.py")
-NOT_SOURCES = ("native",)  # the C fast path: stage1.run turns it off
+NOT_SOURCES = ("native", "hip_runtime", "progress.py", "launch_hip.py", "launch_triton.py", "cuda_on_cpu.py")
 FOLDER = "stage1-traces"  # under the estimate cache
 LET_THROUGH = "a timing trace: the launch's outputs are not read, so an LDS race the checker names is kept, not failed"
 

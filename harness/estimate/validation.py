@@ -112,19 +112,20 @@ def _inside(name: str, left_out: list) -> bool:
     return _geomean([item.low_us for item in items]) <= actual <= _geomean([item.high_us for item in items])
 
 
-def table(left_out: list) -> list[str]:
-    """The per-file markdown table: predicted / logged - 1 per shape, and of the geomeans."""
+def table(left_out: list, band: bool = True) -> list[str]:
+    """The per-file markdown table: predicted / logged - 1 per shape, and of the geomeans; `band`: how many
+    figures lie inside the band printed around them (a fit without a band leaves the column out)."""
     shapes = [(4, 1024), (4, 8192), (32, 1024), (32, 8192), (64, 1024), (64, 8192), (256, 1024), (256, 8192)]
     lines = ["| file (MI355X estimate, left out) | " + " | ".join(f"{b}x{k // 1024}k" for b, k in shapes)
-             + " | geomean | covered | note |", "|---" * (len(shapes) + 4) + "|"]
+             + " | geomean |" + " covered |" * band + " note |", "|---" * (len(shapes) + 3 + band) + "|"]
     for name in sorted({item.file for item in left_out}):
         items = {item.shape: item for item in left_out if item.file == name}
         cells = [f"{items[s].error:+.1%}" if s in items else "-" for s in shapes]
         values = list(items.values())
         ratio = _geomean([i.predicted_us for i in values]) / _geomean([i.actual_us for i in values]) - 1
         note = next((i.note for i in values if i.note), "-")
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratio:+.1%} | "
-                     f"{sum(i.covered for i in values)}/{len(values)} | {note} |")
+        covered = f"{sum(i.covered for i in values)}/{len(values)} | " if band else ""
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratio:+.1%} | {covered}{note} |")
     return lines
 
 
@@ -176,7 +177,7 @@ def timeline_main() -> None:  # pragma: no cover - a printout for the notes
         progress=lambda name, fitted: print(f"  without {name}: {timeline_fit.described(fitted)}", flush=True))
     print("MI355X estimate (a model): the gfx950 timing model over aiter's stage-1 traces, free figures "
           "refitted with each whole file left out:")
-    print("\n".join(table(left_out)))
+    print("\n".join(table(left_out, band=False)))
     print(f"\nall figures: {summary_line(everything)}\n{goals_line(everything)}")
     print(f"asm-path figures only: {summary_line(asm)}\n{goals_line(asm)}")
     print(f"fitted to every figure: {timeline_fit.described(values)}")
