@@ -79,7 +79,8 @@ def test_only_traced_runs_the_chosen_workgroups_alone():
 
 def test_a_traced_workgroup_waiting_on_an_untraced_one_is_a_named_hang(monkeypatch):
     from harness.emulator import launch
-    monkeypatch.setattr(launch, "HANG_LIMIT", 20_000)
+    monkeypatch.setattr(launch, "HANG_LIMIT", 2_000)
+    monkeypatch.setattr(launch, "WORKGROUP_SLICE", 1_000)  # the hang is checked between slices
     code = load_code_object(compile_hip(SPIN))
     flag, out = torch.zeros(1, dtype=torch.int32), torch.zeros(2, dtype=torch.int32)
     with pytest.raises(EmulationFault, match="only the traced workgroups ran"):
