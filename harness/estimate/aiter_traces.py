@@ -124,10 +124,11 @@ def _random(shape: tuple, dtype, generator) -> torch.Tensor:
     return values.to(dtype)
 
 
-def _schedule(stage: Stage1, q, kv, qo_indptr, kv_indptr) -> dict:
+def _schedule(stage: Stage1, qo_indptr, kv_indptr) -> dict:
     """The persistent launch's buffers, as the public files build them (intra-batch, `splits` per sequence)."""
     batch = qo_indptr.shape[0] - 1
-    info = metadata.get_mla_metadata_info_v1(batch, 1, HEADS, q.dtype, kv.dtype, is_sparse=False,
+    q_type, kv_type = DTYPES[stage.variant]
+    info = metadata.get_mla_metadata_info_v1(batch, 1, HEADS, q_type, kv_type, is_sparse=False,
                                              fast_mode=False, num_kv_splits=stage.splits, intra_batch_mode=True)
     meta, work_indptr, work_info, reduce_indptr, final_map, partial_map = (
         torch.empty(shape, dtype=dtype) for shape, dtype in info)
@@ -136,19 +137,34 @@ def _schedule(stage: Stage1, q, kv, qo_indptr, kv_indptr) -> dict:
                                  reduce_indptr, final_map, partial_map, page_size=1, kv_granularity=16,
                                  max_seqlen_qo=1, uni_seqlen_qo=1, fast_mode=False,
                                  max_split_per_batch=stage.splits, intra_batch_mode=True,
-                                 dtype_q=q.dtype, dtype_kv=kv.dtype)
+                                 dtype_q=q_type, dtype_kv=kv_type)
     rows = partial_map.size(0)
     return {"work_meta_data": meta, "work_indptr": work_indptr, "work_info_set": work_info,
             "splitData": torch.empty((rows, 1, HEADS, V_DIM), dtype=torch.float32),
             "splitLse": torch.empty((rows, 1, HEADS, 1), dtype=torch.float32)}
 
 
-def busiest_workgroup(work_indptr: torch.Tensor, work_info_set: torch.Tensor) -> int:
-    """The persistent workgroup with the most KV rows: the launch's critical path."""
+def _loads(work_indptr: torch.Tensor, work_info_set: torch.Tensor) -> list[int]:
+    """KV rows of each persistent workgroup's works."""
     cuts = work_indptr.tolist()
     spans = (work_info_set[:, 5] - work_info_set[:, 4]).tolist()
-    loads = [sum(spans[cuts[k]:cuts[k + 1]]) for k in range(len(cuts) - 1)]
+    return [sum(spans[cuts[k]:cuts[k + 1]]) for k in range(len(cuts) - 1)]
+
+
+def busiest_workgroup(work_indptr: torch.Tensor, work_info_set: torch.Tensor) -> int:
+    """The persistent workgroup with the most KV rows: the launch's critical path."""
+    loads = _loads(work_indptr, work_info_set)
     return max(range(len(loads)), key=lambda k: (loads[k], -k))
+
+
+def busiest_share(stage: Stage1, shape: tuple) -> float:
+    """The launch's KV rows over the busiest workgroup's times the grid: what its traced bytes times the
+    grid overstate (1 for a launch whose workgroups are alike)."""
+    if not stage.persistent:
+        return 1.0
+    found = _schedule(stage, *_indptrs(*shape)[:2])
+    loads = _loads(found["work_indptr"], found["work_info_set"])
+    return sum(loads) / (max(loads) * len(loads))
 
 
 def arguments(stage: Stage1, shape: tuple, seed: int = 0) -> tuple[dict, tracing.TraceRequest]:
@@ -167,7 +183,7 @@ def arguments(stage: Stage1, shape: tuple, seed: int = 0) -> tuple[dict, tracing
             "softmax_scale": 1.0 / math.sqrt(QK_DIM), "output": output,
             "q_scale": scale if q_type == fp8 else None, "kv_scale": scale if kv_type == fp8 else None}
     if stage.persistent:
-        args.update(_schedule(stage, q, kv, qo_indptr, kv_indptr))
+        args.update(_schedule(stage, qo_indptr, kv_indptr))
         chosen = [(busiest_workgroup(args["work_indptr"], args["work_info_set"]), 0, 0)]
         return args, tracing.TraceRequest(chosen, only_traced=True)
     args["num_kv_splits_indptr"] = torch.arange(0, (batch + 1) * stage.splits, stage.splits, dtype=torch.int32)

@@ -72,16 +72,23 @@ class Launches:
     """The stage-1 traces of the points, priced at many figure sets: trace by trace, so the timing
     model prepares each trace once per batch of figure sets."""
 
-    def __init__(self, traces: dict):
-        self.traces = traces  # (Stage1, shape) -> LaunchTrace
+    def __init__(self, traces: dict, shares: dict | None = None):
+        """traces: (Stage1, shape) -> LaunchTrace; shares: what the traced bytes times the grid
+        overstate (aiter_traces.busiest_share; 1 where not given)."""
+        self.traces = traces
         self.keys = sorted(traces, key=lambda key: (key[1], key[0]))
+        self.nbytes = {}  # a persistent launch's bytes: its busiest workgroup's, scaled by the schedule
+        for key, share in (shares or {}).items():
+            if share != 1.0:
+                scaled = price_launch(traces[key], load_figures())
+                self.nbytes[key] = scaled.parts["bandwidth"] * load_figures()["hbm_bytes_per_second"] / 1e6 * share
 
     @classmethod
     def of(cls, found: list[Point], get=None) -> "Launches":
         """get(stage, shape) -> LaunchTrace; default: the estimate cache's, emulated where missing."""
         get = get or (lambda stage, shape: aiter_traces.stage1_trace(stage, shape)[0])
         wanted = {(p.stage, p.shape) for p in found if p.stage is not None}
-        return cls({key: get(*key) for key in wanted})
+        return cls({key: get(*key) for key in wanted}, {key: aiter_traces.busiest_share(*key) for key in wanted})
 
     def times(self, vectors: list[dict]) -> list[dict]:
         """Per figure set ({free figure: value}), each launch's microseconds."""
@@ -89,7 +96,7 @@ class Launches:
         found: list[dict] = [{} for _ in vectors]
         for key in self.keys:
             for k, chosen in enumerate(figures):
-                found[k][key] = price_launch(self.traces[key], chosen).microseconds
+                found[k][key] = price_launch(self.traces[key], chosen, self.nbytes.get(key)).microseconds
         return found
 
 

@@ -48,3 +48,10 @@ def test_a_trace_is_kept_and_read_back_by_its_key(tmp_path):
     assert cached and list(again.workgroups) == [group]
     assert all((a.steps == b.steps).all() for a, b in zip(waves, again.workgroups[group]))
     assert aiter_traces.key(stage, shape) != aiter_traces.key(aiter_traces.Stage1("a8w8", True, 16), shape)
+
+
+def test_a_persistent_launchs_bytes_share_follows_its_schedule():
+    # 4 sequences x 32 splits = 128 equal works over 256 workgroups: the busiest has one, half have none
+    assert aiter_traces.busiest_share(aiter_traces.Stage1("a8w8", True, 32), (4, 1024)) == 0.5
+    assert aiter_traces.busiest_share(aiter_traces.Stage1("a8w8", True, 32), (256, 1024)) == 1.0
+    assert aiter_traces.busiest_share(aiter_traces.Stage1("a8w8", False, 8), (4, 1024)) == 1.0

@@ -93,3 +93,12 @@ def test_launch_times_follow_each_free_figure():
     base = price_launch(trace, load_figures({k: v for k, v in TRUE.items() if k != tf.SYNC})).microseconds
     slower = tf.Launches({("k", (1, 1)): trace}).times([dict(TRUE, hbm_bytes_per_second=2.0e12)])[0]
     assert slower[("k", (1, 1))] > 1.5 * base
+
+
+def test_a_launch_whose_busiest_workgroup_was_traced_moves_its_share_of_the_bytes():
+    trace = synthetic(32, 2, 8192)  # bandwidth-bound
+    figures = {k: v for k, v in TRUE.items() if k != tf.SYNC}
+    whole = tf.Launches({("k", (1, 1)): trace}).times([figures])[0][("k", (1, 1))]
+    share = tf.Launches({("k", (1, 1)): trace}, {("k", (1, 1)): 0.8}).times([figures])[0][("k", (1, 1))]
+    gap = figures["launch_gap_us"]
+    assert share - gap == pytest.approx((whole - gap) * 0.8, rel=0.02)  # still bandwidth-bound
