@@ -23,7 +23,7 @@ VOP3 = ["fma_f32", "bfe_u32", "bfe_i32", "bfi_b32",
         "lshl_or_b32", "and_or_b32", "or3_b32", "xad_u32", "perm_b32", "min3_f32", "max3_f32",
         "min3_i32", "max3_u32", "med3_i32", "med3_u32", "mad_u32_u24"]
 VOP3_TWO = ["ldexp_f32", "bcnt_u32_b32", "xnor_b32", "bfm_b32", "mul_lo_u32", "mul_hi_u32",
-            "mul_hi_i32"]
+            "mul_hi_i32", "cvt_pk_bf16_f32"]
 COMPARES = [f"{t}_{k}" for k in ("f32",) for t in ("lt", "eq", "gt", "le", "ge", "lg", "neq", "u",
                                                    "o", "nlt")] + \
            [f"{t}_{k}" for k in ("i32", "u32") for t in ("lt", "eq", "gt", "ne", "ge", "le")]
@@ -195,6 +195,10 @@ def memory_line(rng) -> str:
         f"ds_write_b8 v57, {vgpr(rng)} offset:{rng.randrange(64)}",
         f"ds_write_b8_d16_hi v56, {vgpr(rng)} offset:{rng.randrange(64)}",
         f"buffer_store_dword {vgpr(rng)}, v59, s[44:47], 0 offen offset:{4 * rng.randrange(8)}",
+        f"buffer_store_short {vgpr(rng)}, v59, s[44:47], 0 offen offset:{2 * rng.randrange(16)}",
+        f"buffer_store_byte {vgpr(rng)}, v59, s[44:47], 0 offen offset:{rng.randrange(32)}",
+        f"global_load_dwordx3 v[{d}:{d + 2}], v59, s[40:41] offset:{4 * rng.randrange(8)}",
+        f"global_store_dwordx3 v59, v[{d}:{d + 2}], s[40:41] offset:4",
         f"ds_write_b16 v56, {vgpr(rng)} offset:{2 * rng.randrange(32)}",
         f"ds_write_b128 v56, v[{d}:{d + 3}] offset:32",
         f"ds_write2_b32 v57, {vgpr(rng)}, {vgpr(rng)} offset1:{rng.randrange(1, 8)}",
@@ -288,8 +292,9 @@ def ladder_edges() -> np.ndarray:
 
 
 def test_fp8_encoding_matches_at_every_tie_and_limit(codes):
-    """v_cvt_pk_{fp8,bf8}_f32 (negated, and into the high half) and the scalef32 forms on each
-    ladder edge: C walks up from a table, numpy searches; both must pick the same code."""
+    """v_cvt_pk_{fp8,bf8}_f32 (negated, and into the high half), the scalef32 forms and
+    v_cvt_pk_bf16_f32 on each ladder edge and on NaNs: C encodes by bits, numpy searches the
+    format's values; both must pick the same code."""
     edges = ladder_edges()
     rows = np.resize(edges, 44 * 64).reshape(44, 64)
     rows[:, 62:] = np.array([0x7FC00000, 0xFFA00001], np.uint32).view(np.float32)  # NaNs in every row
@@ -297,7 +302,8 @@ def test_fp8_encoding_matches_at_every_tie_and_limit(codes):
     forms = ["v_cvt_pk_fp8_f32 v{d}, v{a}, v{b}", "v_cvt_pk_bf8_f32 v{d}, v{a}, v{b} op_sel:[0,0,1]",
              "v_cvt_pk_fp8_f32 v{d}, -v{a}, |v{b}|",
              "v_cvt_scalef32_pk_fp8_f32 v{d}, v{a}, v{b}, v44",
-             "v_cvt_scalef32_pk_bf8_f32 v{d}, v{a}, v{b}, v44 op_sel:[0,0,0,1]"]
+             "v_cvt_scalef32_pk_bf8_f32 v{d}, v{a}, v{b}, v44 op_sel:[0,0,0,1]",
+             "v_cvt_pk_bf16_f32 v{d}, v{a}, v{b}"]
     lines = [forms[k % len(forms)].format(d=48 + k % 16, a=2 * k % 44, b=(2 * k + 1) % 44)
              for k in range(110)]
     code = load_code_object(assemble("".join(f"  {x}\n" for x in lines + ["s_endpgm"]), lds=4096))

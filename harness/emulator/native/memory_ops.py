@@ -11,7 +11,8 @@ def row_of(text: str) -> int:
         raise Skip(text)
     return row.index
 
-GLOBAL_SIZES = {"dword": 4, "dwordx2": 8, "dwordx4": 16}
+GLOBAL_SIZES = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16}
+BUFFER_STORES = {"store_dword": 4, "store_short": 2, "store_byte": 1}
 SMALL_LOADS = {"ubyte": (1, 0), "sbyte": (1, 1), "ushort": (2, 0), "sshort": (2, 1)}
 DS_SIZES = {"b32": 4, "b64": 8, "b128": 16}
 WRITE_SIZES = {"b8": 1, "b16": 2, **DS_SIZES}
@@ -143,8 +144,8 @@ def buffer_op(ins, name):
     """buffer_load_dword(xN), offen or not (idxen: numpy's), into VGPRs or LDS (the lds form)."""
     parts = name.split("_")
     only(ins, BUFFER_MODIFIERS)
-    if name == "store_dword" and "lds" not in ins.modifiers and len(ins.operands) == 4:
-        return buffer_store(ins)
+    if name in BUFFER_STORES and "lds" not in ins.modifiers and len(ins.operands) == 4:
+        return buffer_store(ins, BUFFER_STORES[name])
     if len(parts) != 2 or parts[0] != "load" or parts[1] not in GLOBAL_SIZES:
         raise Skip(name)
     to_lds = "lds" in ins.modifiers
@@ -165,7 +166,7 @@ def buffer_op(ins, name):
             f" {GLOBAL_SIZES[parts[1]]}, {rows}, EXEC64)) FALLBACK;")
 
 
-def buffer_store(ins) -> str:
+def buffer_store(ins, size: int) -> str:
     source, vaddr, resource = (operand(text) for text in ins.operands[:3])
     if source.kind != "v" or resource.kind != "s":
         raise Skip("buffer_store")
@@ -176,4 +177,4 @@ def buffer_store(ins) -> str:
         voffset = f"V({vaddr.index})"
     offset = int(ins.modifiers.get("offset", "0"), 0)
     return (f"if (!buffer_store(st, &S[{resource.index}], {sread(ins.operands[3])}, {voffset},"
-            f" {offset}, V({source.index}), EXEC64)) FALLBACK;")
+            f" {offset}, {size}, V({source.index}), EXEC64)) FALLBACK;")

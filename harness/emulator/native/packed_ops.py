@@ -34,6 +34,8 @@ def packed(ins):
 
 
 def dword(text: str, high: int, negated: int) -> str:
+    """A register or constant dword (an SGPR pair stays numpy's: of two NaNs its scalar-vector
+    loop may give either)."""
     op = operand(text)
     if op.neg or op.abs or op.kind not in ("v", "const"):
         raise Skip(text)

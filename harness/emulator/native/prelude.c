@@ -90,6 +90,12 @@ static inline float fma_ref(float a, float b, float c) {
     return (float)t;
 }
 
+/* numerics.f32_to_bf16: round to nearest even; a NaN keeps its top bits, made quiet */
+static inline uint32_t bf16_bits(uint32_t x) {
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (x >> 16 | 0x40u) & 0xFFFFu;
+    return (uint32_t)(((uint64_t)x + 0x7FFFu + (x >> 16 & 1u)) >> 16) & 0xFFFFu;
+}
+
 static inline int32_t mini(uint32_t a, uint32_t b) { return (int32_t)a < (int32_t)b ? (int32_t)a : (int32_t)b; }
 static inline int32_t maxi(uint32_t a, uint32_t b) { return (int32_t)a > (int32_t)b ? (int32_t)a : (int32_t)b; }
 static inline uint32_t minu(uint32_t a, uint32_t b) { return a < b ? a : b; }
@@ -179,7 +185,7 @@ int lds_read_ok(const State *st, const int64_t *at, uint64_t ex, int64_t n);
 void lds_read(State *st, const int64_t *at, uint64_t ex, int64_t n, uint32_t *row0);
 int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32_t *row0, int first);
 int buffer_store(State *st, const uint32_t *desc, uint32_t soffset, const uint32_t *voffset,
-                 int64_t inst_offset, const uint32_t *row, uint64_t ex);
+                 int64_t inst_offset, int64_t size, const uint32_t *row, uint64_t ex);
 
 /* in the runtime library (runtime.c, compiled once with -O2): the per-lane loops */
 void cndmask(uint32_t *d, Src A, Src B, uint64_t m, uint64_t ex);

@@ -141,9 +141,10 @@ int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32
     return lds_write_bytes(st, at, ex, n, data);
 }
 
-/* buffer_store_dword (offen or none): in-range lanes stored in lane order, a store's progress */
+/* buffer_store_dword/short/byte (offen or none): the register's low `size` bytes, in-range lanes
+   stored in lane order, a store's progress */
 int buffer_store(State *st, const uint32_t *desc, uint32_t soffset, const uint32_t *voffset,
-                 int64_t inst_offset, const uint32_t *row, uint64_t ex) {
+                 int64_t inst_offset, int64_t size, const uint32_t *row, uint64_t ex) {
     if (desc[1] >> 31 & 1 || desc[3] >> 23 & 1) return 0;
     uint64_t base = (uint64_t)desc[0] | (uint64_t)(desc[1] & 0xFFFF) << 32;
     int64_t records = desc[2];
@@ -151,12 +152,12 @@ int buffer_store(State *st, const uint32_t *desc, uint32_t soffset, const uint32
     for (int l = 0; l < 64; l++) {
         int64_t offset = inst_offset + (voffset ? (int64_t)voffset[l] : 0);
         at[l] = base + soffset + (uint64_t)offset;
-        if ((ex >> l & 1) && offset + 4 <= records) in_range |= 1ull << l;
+        if ((ex >> l & 1) && offset + size <= records) in_range |= 1ull << l;
     }
-    if (!lanes_inside(st, at, in_range, 4)) return 0;
+    if (!lanes_inside(st, at, in_range, size)) return 0;
     for (int l = 0; l < 64; l++)
-        if (in_range >> l & 1) memcpy((void *)(uintptr_t)at[l], &row[l], 4);
-    st->bytes[BUFFER_STORE] += 4 * __builtin_popcountll(ex);
+        if (in_range >> l & 1) memcpy((void *)(uintptr_t)at[l], &row[l], size);
+    st->bytes[BUFFER_STORE] += size * __builtin_popcountll(ex);
     st->progress++;
     return 1;
 }

@@ -76,6 +76,7 @@ EXPRESSIONS = {
     "ashrrev_i64": ("i64", [U, "i64"], "(uint64_t)((int64_t)b >> (a & 63))"),
     "lshl_add_u64": ("u64", ["u64", U, "u64"], "(a << (b & 7)) + c"),
     "mov_b64": ("b64", ["b64"], "a"),
+    "cvt_pk_bf16_f32": (U, [F, F], "bf16_bits(a) | bf16_bits(b) << 16"),
     # 16-bit results: the low half, the high half cleared (valu.result_store)
     "add_u16": (H, [H, H], "(uint16_t)(a + b)"), "sub_u16": (H, [H, H], "(uint16_t)(a - b)"),
     "mul_lo_u16": (H, [H, H], "(uint16_t)(a * b)"),
