@@ -266,12 +266,11 @@ def test_a_triton_kernel_is_recorded_with_its_grid_and_priced_as_uncalibrated():
     found = _estimate("triton_interpreted.py", [SMALL], budget=64)
     assert found.status == "pass", found.refusal
     priced = [p for p in found.shapes[0].estimate.priced if p.launch.kind == "triton"]
-    assert priced and all(not p.calibrated and "uncalibrated" in p.basis for p in priced)
-    assert all(p.high_us > p.low_us > 0 for p in priced)
+    # any file whose kernels the gfx950 emulator runs is timed from their traces (no AOT_SPECS needed)
+    expected = cost.UNCALIBRATED if platforms.emulator_missing() else kernel_model.TIMELINE
+    assert priced and all(not p.calibrated and expected in p.basis for p in priced)
+    assert all(p.high_us >= p.us >= p.low_us > 0 for p in priced)
     assert [p.launch.name for p in priced] == ["copy_kernel grid (8,)"]  # 4 x 16 x 512 outputs, 4096 per program
-    # any file whose kernels the gfx950 emulator runs is priced from its executed counts (no AOT_SPECS needed)
-    expected = cost.UNCALIBRATED if platforms.emulator_missing() else kernel_model.EXECUTED
-    assert expected in priced[0].basis
 
 
 def test_a_bad_row_budget_is_one_error_line(monkeypatch):

@@ -99,4 +99,4 @@ def test_estimate_120_on_the_cpu_prices_its_gfx950_kernels_per_shape():
     display_estimate.print_estimate(console, result)
     text = " ".join(console.export_text().split())
     assert "recorded on gfx950 emulated" in text and "mla_fp8_mfma_kernel" in text and "4×1024" in text
-    assert text.count(kernel_model.EXECUTED_METHOD) == 1
+    assert text.count(kernel_model.TIMELINE) == 1 and "latency-bound at kv 1024" in text  # traced, timed

@@ -60,14 +60,14 @@ def test_estimate_201_on_the_cpu_names_only_gfx950_kernels(estimate_201_small):
     if platforms.emulator_missing():  # no HIP toolchain: the static count, and why
         assert all("not from executed counts: the gfx950 emulator cannot run here" in p.full for p in triton)
         return
-    # both kernels from their executed counts on the gfx950 emulator (5 calls at batch 1-2), 8 splits of 4 tiles
+    # both kernels timed from their traces on the gfx950 emulator (5 calls at batch 1-2), 8 splits of 4 tiles
     for priced in triton:
-        assert priced.full.startswith(f"launch (facts) + {kernel_model.EXECUTED}") and priced.kernel_model
-    assert "at 4 KV tiles per program" in triton[0].full and "at 8 splits per program" in triton[1].full
+        assert priced.full.startswith(f"launch (facts) + {kernel_model.TIMELINE}") and priced.kernel_model
+    assert "near 4 KV tiles per program" in triton[0].full and "near 8 splits per program" in triton[1].full
     assert "replaces the static count (kernel model, uncalibrated: gfx950 compile of AOT_SPECS" in triton[0].full
-    assert "fitted to 5 emulated calls" in triton[0].full and "fitted to 3 emulated calls" in triton[1].full
+    assert "through 5 emulated calls" in triton[0].full and "through 3 emulated calls" in triton[1].full
     lines = runner.record(result)["estimate"]["shapes"][0]["breakdown"]
-    assert sum(kernel_model.EXECUTED in line["basis"] for line in lines) == 2
+    assert sum(kernel_model.TIMELINE in line["basis"] for line in lines) == 2
 
 
 @pytest.mark.slow

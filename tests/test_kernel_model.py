@@ -132,6 +132,9 @@ def test_estimate_of_201_prices_its_triton_kernel_with_the_gfx950_compile(estima
     assert modelled and all(not p.calibrated for p in modelled)
     for priced in modelled:
         assert cost.UNCALIBRATED in priced.full and "'gfx950 default: fp8 P.V, split partials'" in priced.full
+        if kernel_model.TIMELINE in priced.full:  # traced on the emulator: its band moves the bandwidth alone
+            assert priced.low_us <= priced.us <= priced.high_us
+            continue
         # the kernel model's band is wider than the byte-only price of the same launch
         bytes_only = cost.price(priced.launch, result.model)
         assert priced.high_us / priced.low_us > bytes_only.high_us / bytes_only.low_us
@@ -162,10 +165,13 @@ def test_201s_printed_estimate_says_each_method_once_and_no_clause_twice(estimat
     console = Console(record=True, width=160)
     display_estimate.print_estimate(console, estimate_201_small)
     flat = " ".join(console.export_text().split())
-    method = kernel_model.STATIC_METHOD if platforms.emulator_missing() else kernel_model.EXECUTED_METHOD
+    method = kernel_model.STATIC_METHOD if platforms.emulator_missing() else kernel_model.TIMELINE
     assert flat.count(method) == 1, flat  # both kernels priced one way: the method once
     lines = display_estimate.basis_lines(estimate_201_small.shapes)
-    assert repeated_clauses(lines) == [] and all(len(line) < 600 for line in lines), lines
+    # the timing model's breakdown says each launch's schedule and bytes (two launches may share them), in
+    # one line of ~750 characters a kernel
+    schedule = {"256 CUs in 8 XCDs, the busiest CU runs 1 in 1 round(s)", "L2/MALL hits not told apart)"}
+    assert set(repeated_clauses(lines)) <= schedule and all(len(line) < 900 for line in lines), lines
     figures = [line for line in lines if line.startswith("    4×1024 ")]
     assert len(figures) == 2 and all(len(line) < 200 for line in figures)  # one short line per launch
 

@@ -250,7 +250,9 @@ def price_sampled(fit, nbytes: float, programs: int, count: int, units: float, p
     return _timeline_price(fit.kernel, at, peak_bandwidth, slowest_bandwidth,
                            lambda bound: f"{bound}-bound near {units:.3g} {fit.unit}s per program: a line through "
                            f"{len(spread)} emulated calls at {spread[0]:.3g}-{spread[-1]:.3g}, each traced "
-                           f"launch priced on {programs} programs")
+                           f"launch priced on {programs} programs"
+                           + (f"; {fit.replayed} of the calls replayed from the shared recordings" if fit.replayed
+                              else ""))
 
 
 def _timeline_price(kernel: str, at, peak_bandwidth: float, slowest_bandwidth: float, words) -> KernelPrice:
