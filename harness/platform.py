@@ -3,6 +3,7 @@ import dataclasses
 import functools
 import importlib.metadata
 import importlib.util
+import os
 import platform as python_platform
 from pathlib import Path
 
@@ -181,6 +182,16 @@ def hip_elsewhere(submission: Submission) -> str:
 def standin_serves_aiter(submission: Submission, platform: Platform) -> bool:
     """The harness's aiter stand-in will serve the file's `import aiter` here: no real aiter is installed."""
     return "aiter" in (submission.requirements | submission.optional) and platform.versions.get("aiter") is None
+
+
+def emulates_aiter(submission: Submission, platform: Platform) -> bool:
+    """The stand-in runs the file's aiter MLA calls as aiter's own gfx950 code on the emulator here (a CPU child,
+    the pinned wheel unpacked; harness/aiter_gfx950/routing.py decides the same in the child)."""
+    from harness.aiter_gfx950 import package, routing
+
+    forced = os.environ.get(routing.ENV)
+    wanted = forced == "emulate" or (forced != "torch" and (platform.torch_device == "cpu" or platform.emulate_gfx950))
+    return standin_serves_aiter(submission, platform) and wanted and package.missing() is None
 
 
 def interprets_triton(submission: Submission, platform: Platform) -> bool:

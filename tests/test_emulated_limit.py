@@ -26,3 +26,15 @@ def test_an_emulated_run_gets_a_longer_limit_unless_timeout_is_given(monkeypatch
     assert given.limit_for(hip) == given.limit_for(plain) == 120.0
     assert not any("may take" in line for line in given.notices)
     assert settle(None, plain).limit_for(plain) == task_limit
+
+
+def test_an_aiter_file_whose_kernels_are_emulated_gets_the_longer_limit(monkeypatch):
+    monkeypatch.setattr(platforms, "_gpu_device_files", lambda: False)
+    monkeypatch.delenv("HARNESS_AITER", raising=False)
+    aiter_file = subs.resolve(str(SAMPLES / "aiter_decode.py"))
+    task_limit = cases.case_timeout_s("test")
+    emulated = settle(None, aiter_file)
+    assert platforms.emulates_aiter(aiter_file, emulated.platform)
+    assert emulated.limit_for(aiter_file) == session.EMULATED_LIMIT_FACTOR * task_limit
+    monkeypatch.setenv("HARNESS_AITER", "torch")  # the torch model: seconds, the task's own limit
+    assert settle(None, aiter_file).limit_for(aiter_file) == task_limit

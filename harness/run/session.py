@@ -47,9 +47,14 @@ class Settings:
 
     def limit_for(self, submission: Submission) -> float:
         """The time limit of this submission's whole run: longer on the gfx950 emulator unless --timeout gave one."""
-        if self.emulated_timeout_s and platforms.emulates(submission, self.platform):
+        if self.emulated_timeout_s and runs_emulated(submission, self.platform):
             return self.emulated_timeout_s
         return self.timeout_s
+
+
+def runs_emulated(submission: Submission, platform) -> bool:
+    """Some of its work runs on the gfx950 emulator here: HIP, Triton under --device gfx950, or aiter's kernels."""
+    return platforms.emulates(submission, platform) or platforms.emulates_aiter(submission, platform)
 
 
 # What the harness itself rewrites in a checkout: its own writes never make the checkout dirty.
@@ -144,7 +149,7 @@ def settle(*, device: str, mode: str, cases_arg: str | None, flush: str, timeout
         notices.append("Triton kernels are compiled for gfx950 and run on the emulator (--device gfx950): minutes "
                        "a case, correctness only.")
     emulated_timeout_s = None
-    if timeout_s is None and any(platforms.emulates(sub, here) for sub in submissions):
+    if timeout_s is None and any(runs_emulated(sub, here) for sub in submissions):
         emulated_timeout_s = EMULATED_LIMIT_FACTOR * cases.case_timeout_s(mode)
         notices.append(f"On the gfx950 emulator a run may take {emulated_timeout_s:g} s ({EMULATED_LIMIT_FACTOR}x "
                        f"task.yml's {cases.case_timeout_s(mode):g} s; --timeout sets it).")
