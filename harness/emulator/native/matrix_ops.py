@@ -1,12 +1,17 @@
 """C for the MFMAs whose float64 sum is exact in any order, so C and numpy's matmul agree bit for
 bit: fp8 (OCP e4m3) and fp4 (e2m1) operands, unscaled (16x16xK, 32x32xK). A product of two e4m3
-values has 8 significant bits between 2^-18 and 2^17; 128 of them stay within 53 bits. Others
-(bf8, f16, bf16, scaled, i8) run in numpy. Also v_cvt_pk_fp8_f32 (numerics.encode_minifloat)."""
+values has 8 significant bits between 2^-18 and 2^17; 128 of them stay within 53 bits. bf16
+operands run in C where each cell's products fit 53 bits together (runtime.c checks this at
+each execution; where they do not, that one goes to numpy). Others (bf8, f16, scaled, i8) run
+in numpy. Also v_cvt_pk_fp8_f32 (numerics.encode_minifloat) and v_accvgpr_* (moves)."""
+import dataclasses
+
 import numpy as np
 
 from .. import matrix
 from ..numerics import FORMATS
 from .scalar import Skip, operand
+from . import vector
 from .vector import src
 
 EXACT_KINDS = ("fp8", "fp4")
@@ -40,6 +45,8 @@ def mfma(ins, name: str, defs: dict) -> str:
     if m != n or m not in (16, 32):
         raise Skip(name)
     kind_a, kind_b = matrix.element_kinds(ins, suffix)
+    if kind_a == kind_b == "bf16":
+        return mfma_bf16(ins, name, m, k, defs)
     if kind_a not in EXACT_KINDS or kind_b not in EXACT_KINDS:
         raise Skip(name)
     if set(ins.modifiers) - {"cbsz", "blgp"}:
@@ -62,6 +69,32 @@ def mfma(ins, name: str, defs: dict) -> str:
     return (f"mfma_exact(V({d.index}), V({a.index}), V({b.index}), {accumulate}, {m}, {k},"
             f" {per_lane}, {table(defs, kind_a)}, {width_a}, {table(defs, kind_b)}, {width_b},"
             f" {named[0]}, {named[1]}, {rows}, {covers}, EXEC64);")
+
+
+def mfma_bf16(ins, name: str, m: int, k: int, defs: dict) -> str:
+    """bf16 x bf16 into f32: C sums in float64 where every order is exact, else FALLBACK."""
+    _, _, out_rows, per_lane = matrix.layout(m, k)
+    if ins.modifiers or k % 4 or per_lane % 2:
+        raise Skip(name)
+    shape = f"{m}x{k}"
+    named = [define(defs, f"cells_{shape}_bf16_{side}", "int32_t",
+                    [str(x) for x in operand_cells(m, k, side, "bf16")]) for side in "AB"]
+    rows = define(defs, f"out_rows_{shape}", "int32_t", [str(x) for x in out_rows.ravel()])
+    d, a, b, c = (operand(text) for text in ins.operands[:4])
+    if d.kind != "v" or a.kind != "v" or b.kind != "v" or c.kind not in ("v", "const"):
+        raise Skip(name)
+    if any(op.neg or op.abs for op in (a, b, c)):
+        raise Skip(name)
+    accumulate = f"NULL, {c_double(float(c.value))}" if c.kind == "const" else f"V({c.index}), 0.0"
+    return (f"if (!mfma_bf16(V({d.index}), V({a.index}), V({b.index}), {accumulate}, {m}, {k},"
+            f" {per_lane}, {named[0]}, {named[1]}, {rows}, EXEC64)) FALLBACK;")
+
+
+def accvgpr(ins, name: str) -> str:
+    """v_accvgpr_write/read/mov_b32: v_mov_b32's copy between VGPR and AGPR rows."""
+    if ins.modifiers or len(ins.operands) != 2:
+        raise Skip(name)
+    return vector.valu(dataclasses.replace(ins, mnemonic="v_mov_b32"))
 
 
 def operand_cells(m: int, k: int, side: str, kind: str) -> list[int]:

@@ -195,6 +195,9 @@ void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_
                 int m, int k, int per_lane, const double *table_a, int width_a, const double *table_b,
                 int width_b, const int32_t *cells_a, const int32_t *cells_b, const int32_t *out_rows,
                 int covers, uint64_t ex);
+int mfma_bf16(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c, double c_value,
+              int m, int k, int per_lane, const int32_t *cells_a, const int32_t *cells_b,
+              const int32_t *out_rows, uint64_t ex);
 void cvt_pk_minifloat(uint32_t *d, Src A, Src B, const Minifloat *f, int saturate, int high, uint64_t ex);
 uint64_t mad_64_32(uint32_t *lo, uint32_t *hi, Src A, Src B, const uint32_t *c_lo, const uint32_t *c_hi,
                    int is_signed, uint64_t ex);

@@ -50,6 +50,8 @@ def translate(ins, program, defs: dict):
     try:
         if encoding == "v" and name.startswith("mfma_"):
             return matrix_ops.mfma(ins, name, defs), None
+        if encoding == "v" and name.startswith("accvgpr_"):
+            return matrix_ops.accvgpr(ins, name), None
         if encoding == "v" and name in ("cvt_pk_fp8_f32", "cvt_pk_bf8_f32", "cvt_scalef32_pk_fp8_f32",
                                         "cvt_scalef32_pk_bf8_f32"):
             return matrix_ops.cvt_pk_fp8(ins, name, defs), None

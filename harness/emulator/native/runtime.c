@@ -328,6 +328,65 @@ void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_
     for (int r = 0; r < registers; r++) put(d + r * 64, t + r * 64, ex);
 }
 
+/* the top and lowest set bit of a finite nonzero double (x = odd * 2^lo, 2^hi <= |x|) */
+static void bit_span(double x, int *hi, int *lo) {
+    uint64_t bits; memcpy(&bits, &x, 8);
+    int e = (int)(bits >> 52 & 0x7FF);
+    uint64_t mant = (bits & 0xFFFFFFFFFFFFFull) | 1ull << 52;
+    *hi = e - 1023;
+    *lo = e - 1075 + __builtin_ctzll(mant);
+}
+
+/* each row's (X: m rows of k) top and lowest bit over its nonzero values; 0 if any is not finite */
+static int row_spans(const double *X, int m, int k, int *hi, int *lo) {
+    for (int i = 0; i < m; i++) {
+        hi[i] = -100000; lo[i] = 100000;
+        for (int q = 0; q < k; q++) {
+            double x = X[i * k + q];
+            int h, b;
+            if (!isfinite(x)) return 0;
+            if (x == 0.0) continue;
+            bit_span(x, &h, &b);
+            if (h > hi[i]) hi[i] = h;
+            if (b < lo[i]) lo[i] = b;
+        }
+    }
+    return 1;
+}
+
+/* matrix.build_mfma for bf16 x bf16: returns 0 (nothing written) unless every cell's k products
+   and their partial sums are exact in float64 (then any order, numpy's dgemm's too, gives the
+   same sum): |sum| < k * 2^(hiA + hiB + 2), a multiple of 2^(loA + loB), within 53 bits */
+int mfma_bf16(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c, double c_value,
+              int m, int k, int per_lane, const int32_t *cells_a, const int32_t *cells_b,
+              const int32_t *out_rows, uint64_t ex) {
+    static double A[1024], B[1024], D[1024];
+    int hi_a[32], lo_a[32], hi_b[32], lo_b[32], carry = 0;
+    uint32_t t[16 * 64];
+    int registers = m * m / 64, words = per_lane / 2;
+    while ((1 << carry) < k) carry++;
+    for (int g = 0; g < words; g++)
+        for (int l = 0; l < 64; l++) {
+            uint32_t wa = a[g * 64 + l], wb = b[g * 64 + l];
+            int at = l * per_lane + g * 2;
+            A[cells_a[at]] = (double)F(wa << 16); A[cells_a[at + 1]] = (double)F(wa & 0xFFFF0000u);
+            B[cells_b[at]] = (double)F(wb << 16); B[cells_b[at + 1]] = (double)F(wb & 0xFFFF0000u);
+        }
+    if (!row_spans(A, m, k, hi_a, lo_a) || !row_spans(B, m, k, hi_b, lo_b)) return 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++)
+            if (hi_a[i] > -100000 && hi_b[j] > -100000
+                && hi_a[i] + hi_b[j] + 2 + carry - (lo_a[i] + lo_b[j]) > 53) return 0;
+    products(D, A, B, m, k);
+    for (int r = 0; r < registers; r++)
+        for (int l = 0; l < 64; l++) {
+            double acc = c ? (double)F(c[r * 64 + l]) : c_value;
+            t[r * 64 + l] = U((float)(D[out_rows[r * 64 + l] * m + l % m] + acc));
+        }
+    for (int r = 0; r < registers; r++) put(d + r * 64, t + r * 64, ex);
+    return 1;
+}
+
 /* numerics.encode_minifloat (nearest code, ties to the even code) by the float's bits: codes
    run linearly through the format's values, so at or above its smallest normal the float's
    exponent and top `mant` mantissa bits, rounded to nearest even, are the code (a carry steps

@@ -1,0 +1,106 @@
+"""bf16 MFMAs and the AGPR moves on the C fast path against the numpy executors, bit for bit
+(aiter's a16w16 and a16w8 stage-1 kernels: operands in AGPRs, v_accvgpr_write). C sums a
+cell's products in float64 only where every order is exact; elsewhere numpy runs it."""
+import random
+
+import numpy as np
+import pytest
+
+from harness.emulator import launch as launch_module
+from harness.emulator.code_object import load_code_object
+from harness.emulator.native import program as native_program
+from harness.emulator.wave import VGPR_FILE
+
+from .kernels import assemble
+from .native_bench import first_step_apart, run_one, skip_without_clang
+from .test_native_differential import start_state
+
+ROWS = 2 * VGPR_FILE  # the VGPRs, then the AGPRs
+BF16_ROWS = 32  # v0-v31 and a0-a31 hold bf16 pairs
+
+
+def mfma_line(rng) -> str:
+    """One bf16 MFMA: A and B in VGPRs or AGPRs, C a register block or 0, D a VGPR or AGPR block."""
+    def block(size):
+        first = size * rng.randrange(BF16_ROWS // size)
+        return f"{rng.choice('va')}[{first}:{first + size - 1}]"
+    shape, per_operand, out = rng.choice([("16x16x16", 2, 4), ("16x16x32", 4, 4),
+                                          ("32x32x8", 2, 16), ("32x32x16", 4, 16)])
+    first = 32 + out * rng.randrange(2)
+    d = f"{rng.choice('va')}[{first}:{first + out - 1}]"
+    c = rng.choice([d, "0"])
+    return f"v_mfma_f32_{shape}_bf16 {d}, {block(per_operand)}, {block(per_operand)}, {c}"
+
+
+def move_line(rng) -> str:
+    v, a = rng.randrange(BF16_ROWS, 64), rng.randrange(BF16_ROWS, 64)
+    return rng.choice([f"v_accvgpr_write_b32 a{a}, v{v}", f"v_accvgpr_read_b32 v{v}, a{a}",
+                       f"v_accvgpr_write_b32 a{a}, 1.0", f"v_accvgpr_mov_b32 a{a}, a{v}"])
+
+
+def program(seed: int, length: int):
+    rng = random.Random(seed)
+    lines = [mfma_line(rng) if rng.random() < 0.6 else move_line(rng) for _ in range(length)]
+    text = "".join(f"  {line}\n" for line in lines + ["s_endpgm"])
+    return load_code_object(assemble(text, lds=4096, vgprs=64, accum=64))
+
+
+def bf16_rows(rng, magnitude_bits: int) -> np.ndarray:
+    """bf16 pairs [BF16_ROWS, 64]: signs, 2^(±magnitude_bits) spread, some zeros."""
+    exponent = rng.integers(-magnitude_bits, magnitude_bits + 1, (BF16_ROWS, 64, 2))
+    values = np.ldexp(rng.uniform(1, 2, exponent.shape), exponent) * rng.choice([-1, 1], exponent.shape)
+    values[rng.random(exponent.shape) < 0.05] = 0.0
+    halves = (values.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint32)
+    return halves[..., 0] | halves[..., 1] << np.uint32(16)
+
+
+def start(seed: int, magnitude_bits: int, full_exec: bool):
+    state = start_state(seed, 0, full_exec)
+    rng = np.random.default_rng(seed)
+    v = np.zeros((ROWS, 64), np.uint32)
+    v[:64] = state.v
+    v[:BF16_ROWS] = bf16_rows(rng, magnitude_bits)
+    v[VGPR_FILE:VGPR_FILE + BF16_ROWS] = bf16_rows(rng, magnitude_bits)
+    v[VGPR_FILE + BF16_ROWS:VGPR_FILE + 64] = state.v[32:64]  # f32 accumulators
+    state.v = v
+    return state
+
+
+def both_paths(code, state, monkeypatch) -> tuple[str | None, list[int]]:
+    """(where the step traces first differ, the instructions C handed to numpy)."""
+    reference_steps, fast_steps, to_numpy = [], [], []
+    run_one(code, state, native=False, steps=reference_steps)
+    numpy_step = launch_module.run_wave
+
+    def recorded(launch, w, budget, *table):
+        to_numpy.append(w.pc)
+        return numpy_step(launch, w, budget, *table)
+    monkeypatch.setattr(launch_module, "run_wave", recorded)
+    run_one(code, state, native=True, steps=fast_steps)
+    monkeypatch.setattr(launch_module, "run_wave", numpy_step)
+    return first_step_apart(code, reference_steps, fast_steps), to_numpy
+
+
+@pytest.fixture(scope="module")
+def code():
+    skip_without_clang()
+    return program(5, 120)
+
+
+@pytest.mark.parametrize("full_exec", [True, False])
+def test_bf16_mfmas_and_agpr_moves_match_in_c(code, full_exec, monkeypatch):
+    """Operands within 2^±6 of 1: every cell's sum is exact, so C runs every one of them."""
+    assert all(native_program.source(code.program)[1])
+    apart, to_numpy = both_paths(code, start(21, 6, full_exec), monkeypatch)
+    assert apart is None
+    assert to_numpy == []
+
+
+def test_wide_operands_go_to_numpy_and_still_match(code, monkeypatch):
+    """Operands 2^±40 apart: a sum would round, its order is numpy's dgemm's, so C hands those
+    MFMAs to numpy (and the rest still match)."""
+    apart, to_numpy = both_paths(code, start(22, 40, True), monkeypatch)
+    assert apart is None
+    mfmas = [k for k, ins in enumerate(code.program.instructions) if "mfma" in ins.mnemonic]
+    assert set(to_numpy) <= set(mfmas)
+    assert len(to_numpy) > len(mfmas) // 2
