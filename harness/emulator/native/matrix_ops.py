@@ -5,6 +5,7 @@ operands run in C where each cell's products fit 53 bits together (runtime.c che
 each execution; where they do not, that one goes to numpy). Others (bf8, f16, scaled, i8) run
 in numpy. Also v_cvt_pk_fp8_f32 (numerics.encode_minifloat) and v_accvgpr_* (moves)."""
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -51,12 +52,13 @@ def mfma(ins, name: str, defs: dict) -> str:
         raise Skip(name)
     if set(ins.modifiers) - {"cbsz", "blgp"}:
         raise Skip(name)
-    _, _, out_rows, per_lane = matrix.layout(m, k)
+    per_lane = k // (64 // m)
     shape = f"{m}x{k}"
-    cells = [operand_cells(m, k, side, kind) for side, kind in (("A", kind_a), ("B", kind_b))]
-    named = [define(defs, f"cells_{shape}_{kind}_{side}", "int32_t", [str(x) for x in found])
-             for (side, kind), found in zip((("A", kind_a), ("B", kind_b)), cells)]
-    rows = define(defs, f"out_rows_{shape}", "int32_t", [str(x) for x in out_rows.ravel()])
+    sides = (("A", kind_a), ("B", kind_b))
+    cells = [operand_cells(m, k, side, kind) for side, kind in sides]
+    named = [define(defs, f"cells_{shape}_{kind}_{side}", "int32_t", cell_texts(m, k, side, kind))
+             for side, kind in sides]
+    rows = define(defs, f"out_rows_{shape}", "int32_t", out_row_texts(m, k))
     d, a, b, c = (operand(text) for text in ins.operands[:4])
     if d.kind != "v" or a.kind != "v" or b.kind != "v" or c.kind not in ("v", "const"):
         raise Skip(name)
@@ -73,13 +75,13 @@ def mfma(ins, name: str, defs: dict) -> str:
 
 def mfma_bf16(ins, name: str, m: int, k: int, defs: dict) -> str:
     """bf16 x bf16 into f32: C sums in float64 where every order is exact, else FALLBACK."""
-    _, _, out_rows, per_lane = matrix.layout(m, k)
+    per_lane = k // (64 // m)
     if ins.modifiers or k % 4 or per_lane % 2:
         raise Skip(name)
     shape = f"{m}x{k}"
-    named = [define(defs, f"cells_{shape}_bf16_{side}", "int32_t",
-                    [str(x) for x in operand_cells(m, k, side, "bf16")]) for side in "AB"]
-    rows = define(defs, f"out_rows_{shape}", "int32_t", [str(x) for x in out_rows.ravel()])
+    named = [define(defs, f"cells_{shape}_bf16_{side}", "int32_t", cell_texts(m, k, side, "bf16"))
+             for side in "AB"]
+    rows = define(defs, f"out_rows_{shape}", "int32_t", out_row_texts(m, k))
     d, a, b, c = (operand(text) for text in ins.operands[:4])
     if d.kind != "v" or a.kind != "v" or b.kind != "v" or c.kind not in ("v", "const"):
         raise Skip(name)
@@ -97,11 +99,22 @@ def accvgpr(ins, name: str) -> str:
     return vector.valu(dataclasses.replace(ins, mnemonic="v_mov_b32"))
 
 
-def operand_cells(m: int, k: int, side: str, kind: str) -> list[int]:
+@functools.lru_cache(maxsize=None)  # each MFMA of a kernel asks again
+def operand_cells(m: int, k: int, side: str, kind: str) -> tuple[int, ...]:
     """Where lane l's j-th code lands in the operand (m rows of k, contiguous in K): row l % m,
     column matrix.k_order's; flattened by lane, then code."""
     ks = np.asarray(matrix.k_order(m, k, side, kind)).reshape(64, -1)
-    return [int((lane % m) * k + q) for lane, row in enumerate(ks) for q in row]
+    return tuple(int((lane % m) * k + q) for lane, row in enumerate(ks) for q in row)
+
+
+@functools.lru_cache(maxsize=None)
+def cell_texts(m: int, k: int, side: str, kind: str) -> tuple[str, ...]:
+    return tuple(str(x) for x in operand_cells(m, k, side, kind))
+
+
+@functools.lru_cache(maxsize=None)
+def out_row_texts(m: int, k: int) -> tuple[str, ...]:
+    return tuple(str(x) for x in matrix.layout(m, k)[2].ravel())
 
 
 def minifloat(defs: dict, kind: str) -> str:

@@ -12,7 +12,8 @@ def row_of(text: str) -> int:
     return row.index
 
 GLOBAL_SIZES = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16}
-BUFFER_STORES = {"store_dword": 4, "store_short": 2, "store_byte": 1}
+BUFFER_STORES = {"store_dword": 4, "store_dwordx2": 8, "store_dwordx3": 12, "store_dwordx4": 16,
+                 "store_short": 2, "store_byte": 1}
 SMALL_LOADS = {"ubyte": (1, 0), "sbyte": (1, 1), "ushort": (2, 0), "sshort": (2, 1)}
 DS_SIZES = {"b32": 4, "b64": 8, "b128": 16}
 WRITE_SIZES = {"b8": 1, "b16": 2, **DS_SIZES}

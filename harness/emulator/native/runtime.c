@@ -141,22 +141,29 @@ int lds_write(State *st, const int64_t *at, uint64_t ex, int64_t n, const uint32
     return lds_write_bytes(st, at, ex, n, data);
 }
 
-/* buffer_store_dword/short/byte (offen or none): the register's low `size` bytes, in-range lanes
-   stored in lane order, a store's progress */
+/* buffer_store_dword(xN)/short/byte (offen or none): the rows' low `size` bytes, in dwords
+   (buffer.py: each dword in range on its own, stored dword by dword, lanes in order within
+   each), every in-range dword checked before any lands; a store's progress */
 int buffer_store(State *st, const uint32_t *desc, uint32_t soffset, const uint32_t *voffset,
                  int64_t inst_offset, int64_t size, const uint32_t *row, uint64_t ex) {
     if (desc[1] >> 31 & 1 || desc[3] >> 23 & 1) return 0;
     uint64_t base = (uint64_t)desc[0] | (uint64_t)(desc[1] & 0xFFFF) << 32;
-    int64_t records = desc[2];
-    uint64_t at[64], in_range = 0;
+    int64_t records = desc[2], chunk = size < 4 ? size : 4, parts = size / chunk;
+    uint64_t at[64], in_range[4] = {0};
     for (int l = 0; l < 64; l++) {
         int64_t offset = inst_offset + (voffset ? (int64_t)voffset[l] : 0);
         at[l] = base + soffset + (uint64_t)offset;
-        if ((ex >> l & 1) && offset + size <= records) in_range |= 1ull << l;
+        for (int64_t j = 0; j < parts; j++)
+            if ((ex >> l & 1) && offset + 4 * j + chunk <= records) in_range[j] |= 1ull << l;
     }
-    if (!lanes_inside(st, at, in_range, size)) return 0;
-    for (int l = 0; l < 64; l++)
-        if (in_range >> l & 1) memcpy((void *)(uintptr_t)at[l], &row[l], size);
+    for (int64_t j = 0; j < parts; j++) {
+        uint64_t moved[64];
+        for (int l = 0; l < 64; l++) moved[l] = at[l] + 4 * j;
+        if (!lanes_inside(st, moved, in_range[j], chunk)) return 0;
+    }
+    for (int64_t j = 0; j < parts; j++)
+        for (int l = 0; l < 64; l++)
+            if (in_range[j] >> l & 1) memcpy((void *)(uintptr_t)(at[l] + 4 * j), &row[j * 64 + l], chunk);
     st->bytes[BUFFER_STORE] += size * __builtin_popcountll(ex);
     st->progress++;
     return 1;

@@ -1,6 +1,7 @@
-"""bf16 MFMAs and the AGPR moves on the C fast path against the numpy executors, bit for bit
-(aiter's a16w16 and a16w8 stage-1 kernels: operands in AGPRs, v_accvgpr_write). C sums a
-cell's products in float64 only where every order is exact; elsewhere numpy runs it."""
+"""The forms aiter's stage-1 kernels (a16w16, a16w8, a8w8) left to numpy, now on the C fast
+path, against the numpy executors bit for bit: bf16 MFMAs with AGPR operands, the AGPR moves,
+buffer_store_dwordx2/x3/x4. C sums an MFMA cell's products in float64 only where every order
+is exact; elsewhere numpy runs that MFMA."""
 import random
 
 import numpy as np
@@ -104,3 +105,25 @@ def test_wide_operands_go_to_numpy_and_still_match(code, monkeypatch):
     mfmas = [k for k, ins in enumerate(code.program.instructions) if "mfma" in ins.mnemonic]
     assert set(to_numpy) <= set(mfmas)
     assert len(to_numpy) > len(mfmas) // 2
+
+
+@pytest.mark.parametrize("full_exec", [True, False])
+def test_multi_dword_buffer_stores_match(full_exec, monkeypatch):
+    """Lanes 12 bytes apart, stores of 8-16 bytes: neighbours overlap (numpy stores dword by
+    dword, lanes in order within each) and the upper lanes cross num_records (600) mid-store."""
+    rng = random.Random(3)
+    lines = []
+    for _ in range(40):
+        words = rng.choice([2, 3, 4])
+        first = 4 * rng.randrange(12)
+        lines.append(f"buffer_store_dword{'' if words == 1 else f'x{words}'} v[{first}:{first + words - 1}],"
+                     f" v59, s[44:47], {rng.choice([0, 4])} offen offset:{4 * rng.randrange(8)}")
+    lines.append("s_endpgm")
+    code = load_code_object(assemble("".join(f"  {line}\n" for line in lines), lds=4096))
+    skip_without_clang()
+    state = start_state(31, 0, full_exec)
+    state.v[59] = np.arange(64, dtype=np.uint32) * 12
+    state.s[46] = 600
+    apart, to_numpy = both_paths(code, state, monkeypatch)
+    assert apart is None
+    assert to_numpy == []
