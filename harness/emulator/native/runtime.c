@@ -335,29 +335,76 @@ void mfma_exact(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_
     for (int r = 0; r < registers; r++) put(d + r * 64, t + r * 64, ex);
 }
 
-/* the top and lowest set bit of a finite nonzero double (x = odd * 2^lo, 2^hi <= |x|) */
-static void bit_span(double x, int *hi, int *lo) {
-    uint64_t bits; memcpy(&bits, &x, 8);
-    int e = (int)(bits >> 52 & 0x7FF);
-    uint64_t mant = (bits & 0xFFFFFFFFFFFFFull) | 1ull << 52;
-    *hi = e - 1023;
-    *lo = e - 1075 + __builtin_ctzll(mant);
+/* a bf16 code's value is f * 2^scale (f: the significand, an integer): its top and lowest
+   set bit (a zero: an empty span, top -1000, low 1000); *bad set for Inf/NaN (numpy's) */
+static inline void bf16_span(uint32_t code, int *top, int *low, uint32_t *bad) {
+    uint32_t e = code >> 7 & 0xFF, f = e ? (code & 0x7F) | 0x80 : code & 0x7F;
+    int scale = e ? (int)e - 134 : -133;
+    *bad |= e == 0xFF;
+    *top = f ? scale + 31 - __builtin_clz(f | 1) : -1000;
+    *low = f ? scale + __builtin_ctz(f | 0x100) : 1000;
 }
 
-/* each row's (X: m rows of k) top and lowest bit over its nonzero values; 0 if any is not finite */
-static int row_spans(const double *X, int m, int k, int *hi, int *lo) {
-    for (int i = 0; i < m; i++) {
-        hi[i] = -100000; lo[i] = 100000;
-        for (int q = 0; q < k; q++) {
-            double x = X[i * k + q];
-            int h, b;
-            if (!isfinite(x)) return 0;
-            if (x == 0.0) continue;
-            bit_span(x, &h, &b);
-            if (h > hi[i]) hi[i] = h;
-            if (b < lo[i]) lo[i] = b;
+/* one bf16 operand into X (m rows of k) by the lanes' cells */
+static void decode_bf16(double *X, const uint32_t *rows, const int32_t *cells, int per_lane) {
+    for (int g = 0; g < per_lane / 2; g++)
+        for (int l = 0; l < 64; l++) {
+            uint32_t word = rows[g * 64 + l];
+            int32_t cell = cells[l * per_lane + g * 2];
+            X[cell] = (double)F(word << 16);
+            X[cell + 1] = (double)F(word & 0xFFFF0000u);
         }
+}
+
+/* the largest and smallest exponent field (0 read as 1: a subnormal's bits lie at or below
+   the smallest normal's) of an operand's nonzero codes: a quick bound, vectorized */
+__attribute__((target_clones("avx2", "default")))
+static void exponent_range(const uint32_t *rows, int count, int *largest, int *smallest) {
+    int32_t top = 0, bottom = 255;
+    for (int q = 0; q < count; q++) {
+        uint32_t word = rows[q];
+        int32_t e0 = (int32_t)(word >> 7 & 0xFF), e1 = (int32_t)(word >> 23 & 0xFF);
+        int32_t live0 = (word & 0x7FFF) != 0, live1 = (word & 0x7FFF0000u) != 0;
+        e0 = e0 ? e0 : 1; e1 = e1 ? e1 : 1;
+        int32_t t0 = live0 ? e0 : 0, t1 = live1 ? e1 : 0, b0 = live0 ? e0 : 255, b1 = live1 ? e1 : 255;
+        top = top > t0 ? top : t0; top = top > t1 ? top : t1;
+        bottom = bottom < b0 ? bottom : b0; bottom = bottom < b1 ? bottom : b1;
     }
+    *largest = top; *smallest = bottom;
+}
+
+/* each row's span (lane l holds row l % m: matrix_ops.operand_cells) */
+static void row_spans(const uint32_t *rows, int per_lane, int m, int *hi, int *lo) {
+    uint32_t bad = 0;
+    for (int i = 0; i < m; i++) hi[i] = -1000, lo[i] = 1000;
+    for (int g = 0; g < per_lane / 2; g++)
+        for (int l = 0; l < 64; l++) {
+            int top, low, row = l % m;
+            for (int half = 0; half < 2; half++) {
+                bf16_span(rows[g * 64 + l] >> (16 * half) & 0xFFFF, &top, &low, &bad);
+                hi[row] = hi[row] > top ? hi[row] : top;
+                lo[row] = lo[row] < low ? lo[row] : low;
+            }
+        }
+}
+
+/* whether every cell's sum is exact in float64: first the operands' exponent ranges (a
+   significand's 8 bits each: |p| < 2^(eA + eB - 252), bits from 2^(eA + eB - 268)), then,
+   where that bound is too wide, each row against each column; 0 for Inf/NaN */
+static int sums_exact(const uint32_t *a, const uint32_t *b, int per_lane, int m, int k) {
+    int top_a, low_a, top_b, low_b, carry = 0;
+    while ((1 << carry) < k) carry++;
+    exponent_range(a, per_lane / 2 * 64, &top_a, &low_a);
+    exponent_range(b, per_lane / 2 * 64, &top_b, &low_b);
+    if (top_a == 255 || top_b == 255) return 0;
+    if (top_a == 0 || top_b == 0 || (top_a - low_a) + (top_b - low_b) + 16 + carry <= 53) return 1;
+    int hi_a[32], lo_a[32], hi_b[32], lo_b[32];
+    row_spans(a, per_lane, m, hi_a, lo_a);
+    row_spans(b, per_lane, m, hi_b, lo_b);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++)
+            if (hi_a[i] > -1000 && hi_b[j] > -1000
+                && hi_a[i] + hi_b[j] + 2 + carry - (lo_a[i] + lo_b[j]) > 53) return 0;
     return 1;
 }
 
@@ -368,22 +415,11 @@ int mfma_bf16(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t 
               int m, int k, int per_lane, const int32_t *cells_a, const int32_t *cells_b,
               const int32_t *out_rows, uint64_t ex) {
     static double A[1024], B[1024], D[1024];
-    int hi_a[32], lo_a[32], hi_b[32], lo_b[32], carry = 0;
     uint32_t t[16 * 64];
-    int registers = m * m / 64, words = per_lane / 2;
-    while ((1 << carry) < k) carry++;
-    for (int g = 0; g < words; g++)
-        for (int l = 0; l < 64; l++) {
-            uint32_t wa = a[g * 64 + l], wb = b[g * 64 + l];
-            int at = l * per_lane + g * 2;
-            A[cells_a[at]] = (double)F(wa << 16); A[cells_a[at + 1]] = (double)F(wa & 0xFFFF0000u);
-            B[cells_b[at]] = (double)F(wb << 16); B[cells_b[at + 1]] = (double)F(wb & 0xFFFF0000u);
-        }
-    if (!row_spans(A, m, k, hi_a, lo_a) || !row_spans(B, m, k, hi_b, lo_b)) return 0;
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < m; j++)
-            if (hi_a[i] > -100000 && hi_b[j] > -100000
-                && hi_a[i] + hi_b[j] + 2 + carry - (lo_a[i] + lo_b[j]) > 53) return 0;
+    int registers = m * m / 64;
+    if (!sums_exact(a, b, per_lane, m, k)) return 0;
+    decode_bf16(A, a, cells_a, per_lane);
+    decode_bf16(B, b, cells_b, per_lane);
     products(D, A, B, m, k);
     for (int r = 0; r < registers; r++)
         for (int l = 0; l < 64; l++) {
