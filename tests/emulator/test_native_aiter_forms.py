@@ -127,3 +127,26 @@ def test_multi_dword_buffer_stores_match(full_exec, monkeypatch):
     apart, to_numpy = both_paths(code, state, monkeypatch)
     assert apart is None
     assert to_numpy == []
+
+
+@pytest.mark.parametrize("full_exec", [True, False])
+def test_fp8_and_bf8_decodes_match(full_exec, monkeypatch):
+    """v_cvt_(pk_)f32_fp8/bf8 on every byte value (NaN codes too), each byte or word picked by
+    SDWA's src0_sel (a16w8's v_cvt_pk_f32_fp8_sdwa)."""
+    forms = ["v_cvt_pk_f32_fp8_sdwa v[{d}:{e}], v{a} src0_sel:WORD_1",
+             "v_cvt_pk_f32_fp8_sdwa v[{d}:{e}], v{a} src0_sel:WORD_0",
+             "v_cvt_pk_f32_bf8_sdwa v[{d}:{e}], v{a} src0_sel:WORD_1",
+             "v_cvt_pk_f32_fp8_e64 v[{d}:{e}], v{a}",
+             "v_cvt_pk_f32_bf8 v[{d}:{e}], v{a}",
+             "v_cvt_f32_fp8_sdwa v{d}, v{a} src0_sel:BYTE_3",
+             "v_cvt_f32_bf8_sdwa v{d}, v{a} src0_sel:BYTE_1",
+             "v_cvt_f32_fp8 v{d}, v{a}"]
+    lines = [forms[k % len(forms)].format(d=32 + 2 * (k % 12), e=33 + 2 * (k % 12), a=k % 8)
+             for k in range(48)] + ["s_endpgm"]
+    code = load_code_object(assemble("".join(f"  {line}\n" for line in lines), lds=4096))
+    skip_without_clang()
+    state = start_state(41, 0, full_exec)
+    state.v[:8] = np.arange(8 * 256, dtype=np.uint32).reshape(8, 64, 4).astype(np.uint8).view(np.uint32)[..., 0]
+    apart, to_numpy = both_paths(code, state, monkeypatch)
+    assert apart is None
+    assert to_numpy == []

@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 
-from .. import matrix
+from .. import matrix, valu_forms
 from ..numerics import FORMATS
 from .scalar import Skip, operand
 from . import vector
@@ -159,3 +159,29 @@ def cvt_pk_fp8(ins, name: str, defs: dict) -> str:
     saturate = int("clamp" in ins.modifiers)
     return (f"cvt_pk_minifloat(V({row.index}), {src(ins.operands[1], 'f32')},"
             f" {src(ins.operands[2], 'f32')}, {fmt}, {saturate}, {high}, EXEC64);")
+
+
+def cvt_from_fp8(ins, name: str, defs: dict) -> str:
+    """v_cvt_f32_fp8/bf8 and v_cvt_pk_f32_fp8/bf8 (valu_forms.cvt_from_minifloat): the byte(s)
+    op_sel or SDWA's src0_sel picks, through the format's f32 bits (NaN codes included)."""
+    sdwa = ins.mnemonic.endswith("_sdwa")
+    allowed = {"src0_sel"} if sdwa else {"op_sel"}
+    if set(ins.modifiers) - allowed or ins.mnemonic.endswith("_dpp"):
+        raise Skip(name)
+    target, source = operand(ins.operands[0]), operand(ins.operands[1])
+    if target.kind != "v" or source.kind != "v" or source.neg or source.abs:
+        raise Skip(name)
+    packed = name.startswith("cvt_pk_")
+    kind = "fp8" if "fp8" in name else "bf8"
+    values = FORMATS[kind][0].astype(np.float32).view(np.uint32)
+    bits = define(defs, f"f32_bits_{kind}", "uint32_t", [f"{int(x)}u" for x in values])
+    select = valu_forms.byte_select(ins)
+    if packed:
+        select = 2 if select >= 1 else 0
+    low = f"{bits}[V({source.index})[l] >> {8 * select} & 0xFFu]"
+    if not packed:
+        return (f"{{ uint32_t t[64]; for (int l = 0; l < 64; l++) t[l] = {low};"
+                f" put(V({target.index}), t, EXEC64); }}")
+    high = f"{bits}[V({source.index})[l] >> {8 * select + 8} & 0xFFu]"
+    return (f"{{ uint32_t t[64], u[64]; for (int l = 0; l < 64; l++) {{ t[l] = {low}; u[l] = {high}; }}"
+            f" put(V({target.index}), t, EXEC64); put(V({target.index + 1}), u, EXEC64); }}")

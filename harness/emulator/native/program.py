@@ -50,6 +50,9 @@ def translate(ins, program, defs: dict):
     try:
         if encoding == "v" and name.startswith("mfma_"):
             return matrix_ops.mfma(ins, name, defs), None
+        if encoding == "v" and base_name(ins.mnemonic) in ("cvt_f32_fp8", "cvt_f32_bf8", "cvt_pk_f32_fp8",
+                                                           "cvt_pk_f32_bf8"):
+            return matrix_ops.cvt_from_fp8(ins, base_name(ins.mnemonic), defs), None
         if encoding == "v" and name.startswith("accvgpr_"):
             return matrix_ops.accvgpr(ins, name), None
         if encoding == "v" and name in ("cvt_pk_fp8_f32", "cvt_pk_bf8_f32", "cvt_scalef32_pk_fp8_f32",
