@@ -33,8 +33,12 @@ def define(defs: dict, name: str, ctype: str, values) -> str:
 
 
 def table(defs: dict, kind: str) -> str:
-    values, _ = FORMATS[kind]
-    return define(defs, f"decode_{kind}", "double", [c_double(v) for v in values])
+    return define(defs, f"decode_{kind}", "double", value_texts(kind))
+
+
+@functools.lru_cache(maxsize=None)  # each MFMA of a kernel asks again
+def value_texts(kind: str) -> tuple[str, ...]:
+    return tuple(c_double(v) for v in FORMATS[kind][0])
 
 
 def mfma(ins, name: str, defs: dict) -> str:
