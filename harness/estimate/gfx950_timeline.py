@@ -255,7 +255,7 @@ def prepared(trace: LaunchTrace, figures: Figures):
     table = classify(trace.instructions, figures)
     groups = {group: [prepare_wave(w, table, figures) for w in waves]
               for group, waves in sorted(trace.workgroups.items())}
-    if len(_PREPARED) > 16:  # traces of one estimate at most; drop older ones
+    if len(_PREPARED) > 64:  # an estimate's traces, or the fit's 39 aiter launches; drop older ones
         _PREPARED.clear()
     _PREPARED[id(trace)] = (weakref.ref(trace), key, table, groups)
     return table, groups
