@@ -3,7 +3,6 @@ import dataclasses
 import functools
 import importlib.metadata
 import importlib.util
-import os
 import platform as python_platform
 from pathlib import Path
 
@@ -186,12 +185,11 @@ def standin_serves_aiter(submission: Submission, platform: Platform) -> bool:
 
 def emulates_aiter(submission: Submission, platform: Platform) -> bool:
     """The stand-in runs the file's aiter MLA calls as aiter's own gfx950 code on the emulator here (a CPU child,
-    the pinned wheel unpacked; harness/aiter_gfx950/routing.py decides the same in the child)."""
-    from harness.aiter_gfx950 import package, routing
+    the pinned wheel unpacked), as harness/aiter_gfx950/routing.py decides in the child."""
+    from harness.aiter_gfx950 import routing
 
-    forced = os.environ.get(routing.ENV)
-    wanted = forced == "emulate" or (forced != "torch" and (platform.torch_device == "cpu" or platform.emulate_gfx950))
-    return standin_serves_aiter(submission, platform) and wanted and package.missing() is None
+    cpu_child = platform.torch_device == "cpu" or platform.emulate_gfx950
+    return standin_serves_aiter(submission, platform) and routing.choose(cpu_child) == "emulate"
 
 
 def interprets_triton(submission: Submission, platform: Platform) -> bool:

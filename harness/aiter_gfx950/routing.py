@@ -24,10 +24,16 @@ _seen: dict = {"emulated": [], "modelled": [], "functions": [], "not covered": [
 
 def mode() -> str:
     """'emulate' or 'torch' for this process."""
+    return choose(_wanted())
+
+
+def choose(cpu_child: bool) -> str:
+    """'emulate' or 'torch' for a child that is (or is not) a CPU / gfx950-emulating one: $HARNESS_AITER
+    first, else emulate where the pinned wheel is unpacked (the parent asks it too: platform.emulates_aiter)."""
     forced = os.environ.get(ENV)
     if forced in ("emulate", "torch"):
         return forced
-    return "emulate" if _wanted() and package.missing() is None else "torch"
+    return "emulate" if cpu_child and package.missing() is None else "torch"
 
 
 def _wanted() -> bool:
