@@ -53,6 +53,7 @@ class Launch:
         self.native = None  # runner.LaunchState when the C fast path runs this launch
         self.traced: set[tuple[int, int, int]] = set()  # workgroups whose waves record their steps
         self.traces: dict[tuple[int, int, int], list[tracing.WaveTrace]] = {}
+        self.unique_lines: dict[tuple[int, int, int], int] = {}  # per traced workgroup
         self.traced_hits = [0] * len(self.instructions)  # not used: their steps count them
 
     def trace_table(self) -> list:
@@ -106,6 +107,7 @@ class Workgroup:
         self.traced = group_id in launch.traced
         for wave in self.waves if self.traced else ():
             wave.steps, wave.lanes = [], []
+        self.lines: list = []  # a traced workgroup's cache lines, one array per access
 
     def make_wave(self, k, setup):
         launch, info = self.launch, self.launch.info
@@ -160,7 +162,11 @@ class Workgroup:
         """One turn of a wave: traced waves one instruction at a time on numpy, recording."""
         launch = self.launch
         if self.traced:
-            return run_wave(launch, wave, launch.quantum, launch.trace_table(), launch.traced_hits)
+            launch.memory.touched = self.lines
+            try:
+                return run_wave(launch, wave, launch.quantum, launch.trace_table(), launch.traced_hits)
+            finally:
+                launch.memory.touched = None
         return (runner.run_wave if launch.native else run_wave)(launch, wave, launch.quantum)
 
 
@@ -297,7 +303,7 @@ def launch_trace(launch: Launch, lds_size: int, only_traced: bool) -> tracing.La
                                         launch.waves_per_group, launch.private_bytes)
     listing = [(ins.mnemonic, ins.text[len(ins.mnemonic):].strip()) for ins in launch.instructions]
     return tracing.LaunchTrace(info.name, launch.grid, launch.block, resources, listing,
-                               dict(launch.traces), only_traced)
+                               dict(launch.traces), only_traced, dict(launch.unique_lines))
 
 
 def schedule(launch: Launch, grid, setup, only_traced: bool = False) -> None:
@@ -323,6 +329,7 @@ def schedule(launch: Launch, grid, setup, only_traced: bool = False) -> None:
                 active.remove(group)
                 if group.traced:
                     launch.traces[group.id] = [tracing.wave_trace(w) for w in group.waves]
+                    launch.unique_lines[group.id] = tracing.count_lines(group.lines)
                 progress_line.finished(group)
         if quiet > HANG_LIMIT and (not pending or len(active) >= MAX_RESIDENT):
             stuck = active[0].waves[0]

@@ -18,12 +18,22 @@ class Region:
         self.bytes = np.ctypeslib.as_array(buffer)[:nbytes]
 
 
+LINE_BYTES = 128  # gfx950's L2 cache line: the unit a trace counts memory traffic in
+
+
 class HostMemory:
     """Every region a kernel may touch; an access outside all of them is a fault."""
 
     def __init__(self):
         self.starts: list[int] = []
         self.regions: list[Region] = []
+        self.touched: list | None = None  # a traced wave's list: the cache lines each access touches
+
+    def note_lines(self, addresses: np.ndarray, nbytes: int) -> None:
+        """Each lane's first and last cache line (an access is at most one line long)."""
+        first = addresses.astype(np.uint64) // LINE_BYTES
+        last = (addresses.astype(np.uint64) + (nbytes - 1)) // LINE_BYTES
+        self.touched.append(np.union1d(first, last))
 
     def add_region(self, address: int, nbytes: int, name: str) -> None:
         self.remove_region(address)
@@ -80,6 +90,8 @@ class HostMemory:
 
     def gather(self, addresses: np.ndarray, nbytes: int, what: str = "load") -> np.ndarray:
         """Bytes [lanes, nbytes] read at each lane's address."""
+        if self.touched is not None:
+            self.note_lines(addresses, nbytes)
         region, offsets = self.locate(addresses, nbytes, what)
         index = offsets[:, None] + np.arange(nbytes)
         if region is not None:
@@ -97,6 +109,8 @@ class HostMemory:
     def scatter(self, addresses: np.ndarray, data: np.ndarray, what: str = "store") -> None:
         """Writes data [lanes, nbytes] at each lane's address, lanes in order."""
         nbytes = data.shape[1]
+        if self.touched is not None:
+            self.note_lines(addresses, nbytes)
         region, offsets = self.locate(addresses, nbytes, what)
         if region is not None:
             region.bytes[offsets[:, None] + np.arange(nbytes)] = data

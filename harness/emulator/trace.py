@@ -9,7 +9,9 @@ import numpy as np
 
 from .wave import EXEC
 
-FORMAT = 1  # bump when a field changes meaning; load() refuses other formats
+FORMAT = 2  # bump when a field changes meaning; load() upgrades the older ones it knows
+# 1: no unique_lines (its traffic is then the op widths alone)
+READS = (1, 2)
 
 
 @dataclass
@@ -39,6 +41,8 @@ class LaunchTrace:
     # traced workgroups: {workgroup id: its waves' traces}; the rest of the grid was not traced
     workgroups: dict[tuple[int, int, int], list[WaveTrace]] = field(default_factory=dict)
     only_traced: bool = False  # True: the untraced workgroups did not run at all
+    # per traced workgroup: the distinct 128-byte lines its global loads and stores touched
+    unique_lines: dict[tuple[int, int, int], int] = field(default_factory=dict)
 
     @property
     def workgroup_count(self) -> int:
@@ -54,7 +58,8 @@ class LaunchTrace:
         head = {"format": FORMAT, "kernel": self.kernel, "grid": list(self.grid),
                 "block": list(self.block), "resources": vars(self.resources),
                 "instructions": self.instructions, "waves": waves,
-                "only_traced": self.only_traced}
+                "only_traced": self.only_traced,
+                "unique_lines": [[list(g), n] for g, n in self.unique_lines.items()]}
         arrays["head"] = np.frombuffer(json.dumps(head).encode(), np.uint8)
         np.savez_compressed(path, **arrays)
 
@@ -62,12 +67,13 @@ class LaunchTrace:
 def load(path: Path) -> LaunchTrace:
     with np.load(path) as saved:
         head = json.loads(saved["head"].tobytes())
-        if head.get("format") != FORMAT:
-            raise ValueError(f"{path}: trace format {head.get('format')}, this harness reads {FORMAT}")
+        if head.get("format") not in READS:
+            raise ValueError(f"{path}: trace format {head.get('format')}, this harness reads {READS}")
         trace = LaunchTrace(head["kernel"], tuple(head["grid"]), tuple(head["block"]),
                             KernelResources(**head["resources"]),
                             [tuple(pair) for pair in head["instructions"]],
-                            only_traced=head["only_traced"])
+                            only_traced=head["only_traced"],
+                            unique_lines={tuple(g): n for g, n in head.get("unique_lines", [])})
         for n, (group, _) in enumerate(head["waves"]):
             wave = WaveTrace(saved[f"w{n}_steps"], saved[f"w{n}_lanes"])
             trace.workgroups.setdefault(tuple(group), []).append(wave)
@@ -125,6 +131,11 @@ class Recorder:
             w.lanes.extend([active] * len(covered))
             return single(w)
         return step
+
+
+def count_lines(lines: list) -> int:
+    """Distinct cache lines among a workgroup's accesses (arrays of line numbers)."""
+    return int(np.unique(np.concatenate(lines)).size) if lines else 0
 
 
 def wave_trace(wave) -> WaveTrace:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.emulator.memory import LINE_BYTES
 from harness.emulator.trace import LaunchTrace
 from harness.estimate.gfx950_instructions import (CATEGORY_NAMES, EXP, LDS, LGKM, NO_WAIT, VM, InstructionTable,
                                                   classify, reads_previous)
@@ -261,12 +262,10 @@ def prepared(trace: LaunchTrace, figures: Figures):
     return table, groups
 
 
-def price_launch(trace: LaunchTrace, figures: Figures | None = None, nbytes: float | None = None) -> LaunchTime:
-    """The launch's MI355X time from its traced workgroups (the rest taken to be like them).
-    nbytes: the launch's memory bytes where the caller knows them (a persistent launch traces its
-    busiest workgroup only: its bytes times the grid would overstate them); else scaled from the traced."""
-    figures = figures or load_figures()
-    table, groups = prepared(trace, figures)
+def rounds(trace: LaunchTrace, figures: Figures) -> tuple:
+    """(workgroups, (held a CU at once, why), the busiest CU's workgroups, [(rounds, SetTime)]):
+    the busiest CU runs full resident sets, then one of the rest."""
+    _, groups = prepared(trace, figures)
     if not any(groups.values()):
         raise ValueError(f"{trace.kernel}: the trace holds no workgroup to price")
     latencies = (figures["memory_latency_cycles"], figures["lds_latency_cycles"])
@@ -275,19 +274,37 @@ def price_launch(trace: LaunchTrace, figures: Figures | None = None, nbytes: flo
     busiest = math.ceil(total / figures["compute_units"])
     full, rest = divmod(busiest, held[0])
     sets = [(n, resident_set(timed, size, figures)) for n, size in ((full, held[0]), (1, rest)) if n and size]
+    return total, held, busiest, sets
+
+
+def compute_cycles(sets: list) -> float:
+    """The busiest CU's cycles: each round the longer of its issue and its longest wave."""
+    return sum(n * max(s.issue, s.latency) for n, s in sets)
+
+
+def price_launch(trace: LaunchTrace, figures: Figures | None = None, nbytes: float | None = None) -> LaunchTime:
+    """The launch's MI355X time from its traced workgroups (the rest taken to be like them).
+    nbytes: the launch's memory bytes where the caller knows them (a persistent launch traces its
+    busiest workgroup only: its bytes times the grid would overstate them); else scaled from the traced."""
+    figures = figures or load_figures()
+    table, groups = prepared(trace, figures)
+    total, held, busiest, sets = rounds(trace, figures)
+    full, rest = divmod(busiest, held[0])
     clock, gap = figures["clock_hz"], figures["launch_gap_us"]
     cycles = {part: sum(n * getattr(s, part) for n, s in sets) for part in ("issue", "latency")}
-    compute_us = sum(n * max(s.issue, s.latency) for n, s in sets) / clock * 1e6
+    compute_us = compute_cycles(sets) / clock * 1e6
     given = nbytes is not None
-    nbytes = nbytes if given else sum(w.hbm_bytes for ws in groups.values() for w in ws) / len(groups) * total
+    per_group, counted = workgroup_bytes(trace, groups)
+    nbytes = nbytes if given else per_group * total
     parts = {"issue": cycles["issue"] / clock * 1e6, "latency": cycles["latency"] / clock * 1e6,
              "bandwidth": nbytes / figures["hbm_bytes_per_second"] * 1e6, "launch": gap}
     bound = max(("issue", "latency", "bandwidth"), key=parts.get)
     lines = [schedule_line(trace, len(groups), held, busiest, full + (1 if rest else 0), figures),
              f"{bound}-bound: " + ", ".join(f"{k} {v:.2f} us" for k, v in parts.items()),
              latency_line(sets[0][1].longest, figures), issue_line(sets[0][1], groups),
-             f"{nbytes / 1e6:.3g} MB ({'given' if given else 'the traced workgroups scaled to the grid'}) to or "
-             f"from memory at {figures['hbm_bytes_per_second'] / 1e12:.2f} TB/s (HBM; L2/MALL hits not told apart)"]
+             f"{nbytes / 1e6:.3g} MB ({'given' if given else counted + ', the traced workgroups scaled to the grid'})"
+             f" to or from memory at {figures['hbm_bytes_per_second'] / 1e12:.2f} TB/s (HBM; reuse across "
+             f"workgroups not told apart)"]
     if table.by_shape:
         lines.append("MFMA priced by its tile shape (no pass figure): " + ", ".join(sorted(set(table.by_shape))))
     if table.unknown:
@@ -295,6 +312,16 @@ def price_launch(trace: LaunchTrace, figures: Figures | None = None, nbytes: flo
     if not figures.fitted:
         lines.append("figures not yet fitted: " + ", ".join(FREE_FIGURES) + " at their starting values")
     return LaunchTime(gap + max(compute_us, parts["bandwidth"]), bound, parts, lines, len(groups), total)
+
+
+def workgroup_bytes(trace: LaunchTrace, groups: dict) -> tuple[float, str]:
+    """A traced workgroup's memory traffic, mean over the traced: its distinct 128-byte lines (a line
+    read again hits the cache), or where the trace predates them, every access's width x lanes."""
+    if trace.unique_lines and set(trace.unique_lines) >= set(groups):
+        lines = [trace.unique_lines[g] for g in groups]
+        return sum(lines) / len(lines) * LINE_BYTES, "distinct 128-byte lines"
+    moved = sum(w.hbm_bytes for ws in groups.values() for w in ws)
+    return moved / len(groups), "every access counted (a trace without its lines)"
 
 
 def schedule_line(trace: LaunchTrace, traced: int, held: tuple, busiest: int, rounds: int,

@@ -21,7 +21,7 @@ from harness.estimate import aiter_traces
 from harness.estimate import calibration as calib
 from harness.estimate import fit as curves
 from harness.estimate.fit import LeftOut
-from harness.estimate.gfx950_timeline import FREE_FIGURES, load_figures, price_launch
+from harness.estimate.gfx950_timeline import FREE_FIGURES, compute_cycles, load_figures, price_launch, rounds
 from harness.estimate.model import Model, estimate_shape, price
 
 SYNC = "sync_us"
@@ -69,19 +69,28 @@ def points(cal: calib.Calibration) -> list[Point]:
 
 
 class Launches:
-    """The stage-1 traces of the points, priced at many figure sets: trace by trace, so the timing
-    model prepares each trace once per batch of figure sets."""
+    """The stage-1 traces of the points, priced at many figure sets. A trace's compute cycles depend on
+    the memory latency alone (clock, bandwidth and gap scale or add): the fit reads them off a grid of
+    latencies, interpolated, so that a fit costs seconds; `exact` prices each trace in full."""
+
+    LATENCIES = np.geomspace(BOUNDS["memory_latency_cycles"][0] * 0.9, BOUNDS["memory_latency_cycles"][1] * 1.1, 56)
 
     def __init__(self, traces: dict, shares: dict | None = None):
         """traces: (Stage1, shape) -> LaunchTrace; shares: what the traced bytes times the grid
         overstate (aiter_traces.busiest_share; 1 where not given)."""
         self.traces = traces
         self.keys = sorted(traces, key=lambda key: (key[1], key[0]))
-        self.nbytes = {}  # a persistent launch's bytes: its busiest workgroup's, scaled by the schedule
-        for key, share in (shares or {}).items():
+        figures = load_figures()
+        self.nbytes, self.given, self.cycles = {}, {}, {}
+        for key in self.keys:  # a persistent launch's bytes: its busiest workgroup's, scaled by the schedule
+            priced = price_launch(traces[key], figures)
+            self.nbytes[key] = priced.parts["bandwidth"] * figures["hbm_bytes_per_second"] / 1e6
+            share = (shares or {}).get(key, 1.0)
             if share != 1.0:
-                scaled = price_launch(traces[key], load_figures())
-                self.nbytes[key] = scaled.parts["bandwidth"] * load_figures()["hbm_bytes_per_second"] / 1e6 * share
+                self.given[key] = self.nbytes[key] = self.nbytes[key] * share
+            self.cycles[key] = np.array([
+                compute_cycles(rounds(traces[key], load_figures({"memory_latency_cycles": latency}))[3])
+                for latency in self.LATENCIES])
 
     @classmethod
     def of(cls, found: list[Point], get=None) -> "Launches":
@@ -91,13 +100,22 @@ class Launches:
         return cls({key: get(*key) for key in wanted}, {key: aiter_traces.busiest_share(*key) for key in wanted})
 
     def times(self, vectors: list[dict]) -> list[dict]:
-        """Per figure set ({free figure: value}), each launch's microseconds."""
-        figures = [load_figures({k: v for k, v in vector.items() if k in FREE_FIGURES}) for vector in vectors]
-        found: list[dict] = [{} for _ in vectors]
-        for key in self.keys:
-            for k, chosen in enumerate(figures):
-                found[k][key] = price_launch(self.traces[key], chosen, self.nbytes.get(key)).microseconds
+        """Per figure set ({free figure: value}), each launch's microseconds, off the latency grid."""
+        found: list[dict] = []
+        for vector in vectors:
+            figures = load_figures({k: v for k, v in vector.items() if k in FREE_FIGURES})
+            at = math.log(figures["memory_latency_cycles"])
+            clock, bandwidth = figures["clock_hz"], figures["hbm_bytes_per_second"]
+            found.append({key: figures["launch_gap_us"] + 1e6 * max(
+                np.interp(at, np.log(self.LATENCIES), self.cycles[key]) / clock, self.nbytes[key] / bandwidth)
+                for key in self.keys})
         return found
+
+    def exact(self, values: dict) -> dict:
+        """Each launch's microseconds priced in full at these figures."""
+        figures = load_figures({k: v for k, v in values.items() if k in FREE_FIGURES})
+        return {key: price_launch(self.traces[key], figures, self.given.get(key)).microseconds
+                for key in self.keys}
 
 
 def predict(point: Point, values: dict, launch_us: dict) -> float:
@@ -180,7 +198,7 @@ def leave_one_file_out(cal: calib.Calibration, found: list[Point], launches: Lau
         kept = [p for p in found if p.file != name]
         values = fit(kept, launches)
         mine = [p for p in found if p.file == name]
-        launch_us = launches.times([values])[0] if any(p.stage for p in mine) else {}
+        launch_us = launches.exact(values) if any(p.stage for p in mine) else {}
         curve = curves.fit(cal, frozenset({name})) if any(p.stage is None for p in mine) else None
         for p in mine:
             us = predict(p, values, launch_us) if p.stage is not None else _gemm_us(p, curve)

@@ -1,6 +1,9 @@
 """The launch trace the timing model reads: per traced wave, each instruction run, in order, with
 its active lanes; run_kernel's trace option on a real small kernel (the row sum of
 test_end_to_end: a loop, LDS, barriers and lanes that drop out)."""
+import json
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +12,7 @@ from harness.emulator import trace as tracing
 from harness.emulator.code_object import load_code_object
 from harness.emulator.errors import EmulationFault
 from harness.emulator.launch import run_kernel
+from harness.emulator.memory import LINE_BYTES
 
 from .kernels import compile_hip, memory_of, pack_args
 from .test_end_to_end import REDUCTION
@@ -100,6 +104,43 @@ def test_save_and_load_round_trip_and_the_folder_switch(tmp_path, monkeypatch):
         for before, after in zip(waves, back.workgroups[group]):
             assert np.array_equal(before.steps, after.steps)
             assert np.array_equal(before.lanes, after.lanes)
+    assert back.unique_lines == counts.trace.unique_lines and len(back.unique_lines) == 2
+
+
+def _lines(start: int, nbytes: int) -> set:
+    return set(range(start // LINE_BYTES, (start + nbytes - 1) // LINE_BYTES + 1))
+
+
+def test_a_traced_workgroup_counts_the_distinct_cache_lines_it_touched():
+    n = 600  # a row of 2,400 bytes: its lines, the output's one, the kernel arguments' one or two
+    counts, out, x = row_sum(3, n, trace=tracing.TraceRequest([(0, 0, 0), (2, 0, 0)]))
+    for row in (0, 2):
+        data = _lines(x.data_ptr() + row * n * 4, n * 4) | _lines(out.data_ptr() + row * 4, 4)
+        assert len(data) + 1 <= counts.trace.unique_lines[(row, 0, 0)] <= len(data) + 2
+    loads = [(w.steps[i], int(w.lanes[i])) for w in counts.trace.workgroups[(0, 0, 0)]
+             for i in range(len(w.steps))]
+    listing = counts.trace.instructions
+    assert sum(lanes for i, lanes in loads if listing[i][0].startswith("global_load")) == n  # each once
+
+
+def test_a_trace_saved_before_lines_were_counted_still_loads(tmp_path):
+    counts, _, _ = row_sum(1, trace=tracing.TraceRequest([(0, 0, 0)]))
+    old = replace(counts.trace, unique_lines={})
+    old.save(tmp_path / "old.npz")
+    with np.load(tmp_path / "old.npz") as saved:  # written as format 1 wrote it: no lines, format 1
+        arrays = dict(saved)
+    head = json.loads(arrays["head"].tobytes())
+    head["format"] = 1
+    head.pop("unique_lines")
+    arrays["head"] = np.frombuffer(json.dumps(head).encode(), np.uint8)
+    np.savez_compressed(tmp_path / "format1.npz", **arrays)
+    back = tracing.load(tmp_path / "format1.npz")
+    assert back.unique_lines == {} and back.workgroups.keys() == counts.trace.workgroups.keys()
+    head["format"] = 99
+    arrays["head"] = np.frombuffer(json.dumps(head).encode(), np.uint8)
+    np.savez_compressed(tmp_path / "format99.npz", **arrays)
+    with pytest.raises(ValueError, match="trace format 99"):
+        tracing.load(tmp_path / "format99.npz")
 
 
 def test_chosen_workgroups_are_spread_and_checked():

@@ -246,3 +246,15 @@ def test_bytes_the_caller_knows_replace_the_traced_ones_scaled():
     assert given.parts["bandwidth"] == pytest.approx(1e9 / FIGURES["hbm_bytes_per_second"] * 1e6)
     assert "1e+03 MB (given)" in given.lines[4]
     assert "scaled to the grid" in timeline.price_launch(trace).lines[4]
+
+
+def test_bytes_are_the_distinct_lines_a_workgroup_touched_when_the_trace_has_them():
+    code = [("global_load_dwordx4", "v[0:3], v[4:5], off"), ("s_waitcnt", "vmcnt(0)"), ENDPGM]
+    trace = traced(code, [[0, 1, 0, 1, 2]] * 4, grid=(512, 1, 1))  # 4 waves x 2 loads x 64 lanes x 16 B
+    every = timeline.price_launch(trace)
+    assert every.parts["bandwidth"] == pytest.approx(4 * 2 * 64 * 16 * 512 / FIGURES["hbm_bytes_per_second"] * 1e6)
+    assert "every access counted" in every.lines[4]
+    trace.unique_lines = {(0, 0, 0): 16}  # the four waves read the same 2 KiB: 16 lines of 128 bytes
+    once = timeline.price_launch(trace)
+    assert once.parts["bandwidth"] == pytest.approx(16 * 128 * 512 / FIGURES["hbm_bytes_per_second"] * 1e6)
+    assert "distinct 128-byte lines" in once.lines[4]
