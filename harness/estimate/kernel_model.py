@@ -222,7 +222,7 @@ def price_traced(fit, peak_bandwidth: float, slowest_bandwidth: float) -> Kernel
               else f", scaled in proportion to kv {fit.kv}")
     replayed = min(fit.replayed, len(fit.traced))
     said = f"; traces of {replayed} of {len(fit.traced)} calls replayed from the shared recordings" if replayed else ""
-    return _timeline_price(fit.kernel, at, peak_bandwidth, slowest_bandwidth,
+    return timeline_price(fit.kernel, at, peak_bandwidth, slowest_bandwidth,
                            lambda bound: f"{bound}-bound at kv {lengths}{scaled}{said}")
 
 
@@ -247,7 +247,7 @@ def price_sampled(fit, nbytes: float, programs: int, count: int, units: float, p
         return max(0.0, one) * count, [nearest[2]] * count
 
     spread = sorted(u for u, _ in fit.sampled)
-    return _timeline_price(fit.kernel, at, peak_bandwidth, slowest_bandwidth,
+    return timeline_price(fit.kernel, at, peak_bandwidth, slowest_bandwidth,
                            lambda bound: f"{bound}-bound near {units:.3g} {fit.unit}s per program: a line through "
                            f"{len(spread)} emulated calls at {spread[0]:.3g}-{spread[-1]:.3g}, each traced "
                            f"launch priced on {programs} programs"
@@ -255,7 +255,7 @@ def price_sampled(fit, nbytes: float, programs: int, count: int, units: float, p
                               else ""))
 
 
-def _timeline_price(kernel: str, at, peak_bandwidth: float, slowest_bandwidth: float, words) -> KernelPrice:
+def timeline_price(kernel: str, at, peak_bandwidth: float, slowest_bandwidth: float, words) -> KernelPrice:
     """The KernelPrice of at(figures) -> (us, [LaunchTime of each launch]): the point at the figures,
     the band at the peak and the slowest bandwidth; words(bound) -> the launch's figures."""
     from harness.estimate import gfx950_timeline as timeline

@@ -8,11 +8,26 @@ path at the official shape: the note says so when the two short recordings alrea
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from harness.estimate.calibration import (Launch, element_bytes, kernel_bytes, schedule, variant_dtypes,
                                           variant_key)
 
 # torch ops that run as rocBLAS / hipBLASLt GEMMs on the runner: priced by the fitted GEMM costs
 GEMM_OPS = ("aten.mm", "aten.bmm", "aten.addmm", "aten.baddbmm", "aten._scaled_mm", "aten.matmul")
+
+RECORDED_LENGTHS = "recorded_kv"  # a scaled call's KV lengths a sequence as recorded, shortest first
+
+
+@dataclass(frozen=True)
+class RecordedStage1:
+    """What one recorded asm call says of its stage-1 launch
+    (aiter_launches.py derives the official shape's from it)."""
+    kernel: str            # the code object the stand-in picked
+    variant: str | None    # a8w8 | a16w8 | a16w16
+    persistent: bool
+    splits: int | None     # the call's num_kv_splits
+    lengths: tuple         # KV rows a sequence as recorded, shortest first (the last: this call's)
 
 
 def _asm(call: dict, name: str) -> Launch:
@@ -21,8 +36,10 @@ def _asm(call: dict, name: str) -> Launch:
     kv = int(call.get("total_kv") or 0) // max(batch, 1)
     splits = call.get("num_kv_splits")
     per_cu, tokens = schedule(batch, kv, splits, bool(call.get("persistent")))
+    stage = RecordedStage1(name, call.get("variant"), bool(call.get("persistent")),
+                           None if splits is None else int(splits), tuple(call.get(RECORDED_LENGTHS) or (kv,)))
     return Launch("asm", name, bytes=_asm_bytes(call), per_cu=per_cu, serial_tokens=tokens,
-                  variant=variant_key(call["variant"], call.get("persistent"), splits))
+                  variant=variant_key(call["variant"], call.get("persistent"), splits), fit=stage)
 
 
 def from_recording(recording: dict, effects: tuple = ()) -> list[Launch]:
@@ -78,10 +95,10 @@ def _structure(recording: dict) -> tuple:
     return tuple((call.get("kernel"), call.get("variant"), call.get("persistent")) for call in recording["aiter"])
 
 
-def _scaled_calls(calls: list, ratio: float) -> list:
+def _scaled_calls(calls: list, ratio: float, lengths: tuple) -> list:
     scaled = []
     for call in calls:
-        call = dict(call)
+        call = dict(call, **{RECORDED_LENGTHS: lengths})
         for key in ("total_kv", "bytes_read", "bytes_written"):
             if call.get(key) is not None:
                 call[key] = int(round(call[key] * ratio)) if key == "total_kv" else float(call[key]) * ratio
@@ -110,5 +127,6 @@ def scale(short: dict | None, long: dict, kv_short: int | None, kv_long: int, kv
     syncs = {what: round(_line(short["syncs"].get(what, 0), n, kv_short, kv_long, kv, True))
              for what, n in long["syncs"].items()}
     allocations = round(_line(short["allocations"], long["allocations"], kv_short, kv_long, kv, True))
-    return ({"aiter": _scaled_calls(long["aiter"], kv / kv_long), "ops": ops, "allocations": allocations,
-             "syncs": syncs, "triton": triton}, note)
+    lengths = tuple(sorted({kv_short, kv_long}))
+    return ({"aiter": _scaled_calls(long["aiter"], kv / kv_long, lengths), "ops": ops,
+             "allocations": allocations, "syncs": syncs, "triton": triton}, note)

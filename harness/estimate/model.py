@@ -13,7 +13,7 @@ compile is priced by the kernel model instead (harness/estimate/kernel_model.py)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.estimate import executed, kernel_model
 from harness.estimate.calibration import Calibration, Launch
@@ -160,6 +160,24 @@ def _asm_price(launch: Launch, model: Model) -> Priced:
                   f"{why}: bounded by the calibrated variants", False)
 
 
+def _asm_timed(launch: Launch, model: Model, shape: tuple | None) -> Priced:
+    """A recorded stage-1 launch by the gfx950 timing model over its trace at `shape` (aiter_launches.py),
+    the per-variant curve kept as its cross-check; where it cannot be traced, the curve with the reason.
+    A calibration row's launch (no recording) keeps the curve: it is the curve's own figure."""
+    curve = _asm_price(launch, model)
+    recorded = launch.fit
+    if recorded is None or shape is None:
+        return curve
+    from harness.estimate import aiter_launches  # the emulator and torch: only when an estimate needs them
+
+    timed, assumed, why = aiter_launches.price(recorded, shape, model.calibration.peak_bandwidth,
+                                                  model.slowest_bandwidth())
+    if timed is None:
+        return replace(curve, detail=f"{recorded.kernel}: not traced: {why}")
+    cross = f"per-variant curve: {curve.us:.3g} us ({curve.basis})"
+    return Priced(launch, timed.us, timed.low_us, timed.high_us, timed.method, False, kernel_model=True,
+                  detail=timed.detail, figures=f"{timed.figures}; {assumed}; {cross}")
+
 
 def _gemm_price(launch: Launch, model: Model) -> Priced:
     c = model.coefficients
@@ -190,7 +208,7 @@ def price(launch: Launch, model: Model, kernels=None, shape: tuple | None = None
         basis = "fitted" if model.sync_identified else "fitted (sync not identified in this fit)"
         return Priced(launch, us, us, us, basis, True)
     if launch.kind == "asm":
-        return _asm_price(launch, model)
+        return _asm_timed(launch, model, shape)
     if launch.kind == "gemm":
         return _gemm_price(launch, model)
     if launch.kind == "aiter":
