@@ -1,7 +1,9 @@
 """The MI355X cost model: a price for every launch a call makes, and the estimate of one shape with its band.
 
-A call costs the Python call itself, each asm MLA kernel (per variant: a fixed cost, a cost per workgroup per CU
-- the batch and split count - and a cost per 1,000 KV tokens the busiest CU reads in turn), each torch GEMM
+A call costs the Python call itself, each asm MLA kernel (a recorded one: the gfx950 timing model over the wheel's
+code object traced at the shape, aiter_launches.py, with the curve below as its labelled cross-check; the curve,
+per variant: a fixed cost, a cost per workgroup per CU - the batch and split count - and a cost per 1,000 KV
+tokens the busiest CU reads in turn, prices calibration rows and what cannot be traced), each torch GEMM
 (a launch and a cost per GB, fitted to the public GEMM-path figures), each aiter helper kernel and small torch
 launch (fixed costs from the facts), each allocation, and each host sync (fitted). Nothing is invented: a
 variant with no calibration figure is bounded by the calibrated variants at the same schedule, torch.compile
