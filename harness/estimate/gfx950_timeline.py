@@ -78,7 +78,8 @@ class PreparedWave:
     total: float                 # its cycles with no wait
     event_start: np.ndarray      # issue cycle of each wait / barrier with no earlier wait
     event_barrier: list
-    ops: dict                    # counter -> (start cycles, latency kind, segment, ops before each event)
+    ops: dict                    # counter -> (start cycles, latency kind, segment, ops before each event,
+                                 # cycles of LDS transfer before the latency)
     event_waits: np.ndarray      # (events, 3)
     issue: np.ndarray            # cycles per category (VALU..branch), then XDL
     lds_bytes: float
@@ -91,9 +92,11 @@ def prepare_wave(wave, t: InstructionTable, figures: Figures) -> PreparedWave:
     category, simd = t.category[steps], t.simd[steps].copy()
     moved = t.width[steps] * np.where(t.per_lane[steps], lanes, 1.0)
     through_lds = category == LDS
-    simd[through_lds] = np.maximum(simd[through_lds],
-                                   moved[through_lds] / figures["lds_port_bytes_per_clock"])
+    # an LDS op issues and the wave goes on: its bytes through the SIMD pair's port delay its data
+    # (lgkmcnt waits for it) and load the port (the resident set's LDS issue), not the wave's issue
+    transfer = np.where(through_lds, moved / figures["lds_port_bytes_per_clock"], 0.0)
     cost = np.maximum(simd, figures["issue_interval_cycles"])
+    simd[through_lds] = np.maximum(simd[through_lds], transfer[through_lds])
     waited = np.flatnonzero(reads_previous(steps, t)) - 1  # a VALU op whose result the next one reads
     cost[waited] = np.maximum(cost[waited], figures["valu_dependent_cycles"])
     xdl = t.xdl[steps]
@@ -110,7 +113,7 @@ def prepare_wave(wave, t: InstructionTable, figures: Figures) -> PreparedWave:
         at = np.flatnonzero(counter == c)
         if at.size:
             ops[c] = (start[at], t.latency[steps[at]], np.searchsorted(events, at),
-                      np.searchsorted(at, events))
+                      np.searchsorted(at, events), transfer[at])
     issue = np.append(np.bincount(category, weights=simd, minlength=5), xdl.sum())
     hbm, lds = t.hbm[steps], t.lds[steps]
     return PreparedWave(float(cost.sum()), start[events], t.barrier[steps[events]].tolist(), ops,
@@ -130,8 +133,8 @@ def completion_tables(prepared: PreparedWave, latencies: tuple) -> dict:
     """Per counter: (segment's latest completion, and for each wait the segment and the latest
     completion within it of the oldest op it waits for, -1 where it waits for none), stalls left out."""
     n_events, tables = len(prepared.event_start), {}
-    for c, (start, kind, segment, before) in prepared.ops.items():
-        done = start + np.take(latencies, kind)
+    for c, (start, kind, segment, before, transfer) in prepared.ops.items():
+        done = start + np.take(latencies, kind) + transfer
         span = float(done.max() - done.min()) + 1.0
         latest = np.maximum.accumulate(done + segment * span) - segment * span  # within a segment
         last = np.flatnonzero(np.append(segment[1:] != segment[:-1], True))

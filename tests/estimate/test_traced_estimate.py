@@ -67,7 +67,7 @@ def test_traced_launches_are_priced_by_the_timeline_and_replayed_from_the_same_f
     found, row = priced(shelf, child)
     assert child.calls == LENGTHS and launch_hip.trace_option() == {}  # tracing ends with the block
     assert [length for length, _ in found.fit.traced] == LENGTHS  # the recorded call's one launch each
-    assert row.basis.endswith(kernel_model.TIMELINE + ", figures not yet fitted")
+    assert row.basis.endswith(kernel_model.TIMELINE)
     assert "3 of 4 workgroups traced" in row.detail and "extrapolated to kv 8192" in row.figures
     assert "replayed" not in row.figures
     shelf.commit()
@@ -85,7 +85,7 @@ def test_traced_launches_are_priced_by_the_timeline_and_replayed_from_the_same_f
     rerun = ChildDouble()
     _, row_third = priced(third, rerun)
     assert len(rerun.calls) == 1 and third.hits == 1
-    assert row_third.basis.endswith(kernel_model.TIMELINE + ", figures not yet fitted")
+    assert row_third.basis.endswith(kernel_model.TIMELINE)
 
 
 def test_an_estimate_entry_kept_before_tracing_is_recorded_again(tmp_path):
@@ -113,7 +113,7 @@ def test_a_triton_kernel_traced_in_the_emulated_calls_is_priced_by_the_timeline(
     costs = kernel_model.load_costs()
     at = {units: kernel_model.price_executed(4e6, 4, 1, units, fitted, costs, 8e12, 1e12, 256, None)
           for units in (4.0, 32.0)}
-    assert at[4.0].method == kernel_model.TIMELINE + ", figures not yet fitted"
+    assert at[4.0].method == kernel_model.TIMELINE
     assert "a line through 3 emulated calls at 2-8" in at[32.0].figures
     assert at[32.0].us > at[4.0].us  # the longer slice costs more
     untraced = [(shape, {"row_sum": dict(entry["row_sum"], traces=[])}) for shape, entry in calls]
