@@ -2,6 +2,8 @@
 gfx950 timing model over the wheel's code object traced at the shape
 (aiter_launches.py); the per-variant curve stays as its cross-check,
 and prices what cannot be traced, saying why."""
+import pytest
+
 from harness.estimate import aiter_launches, fit, kernel_model
 from harness.estimate import launches as launch_lists
 from harness.estimate import model as cost
@@ -107,3 +109,20 @@ def test_past_the_recorded_rows_it_is_traced_short_and_extrapolated():
     line = aiter_launches.extrapolated([(48, 5.0), (64, 6.0)], 128, 2)
     assert line == 10.0
     assert aiter_launches.extrapolated([(64, 6.0)], 128, 2.0) == 10.0
+
+
+def test_a_launch_past_the_recorded_rows_is_priced_from_short_traces():
+    short = recording(A16W16, False, 1, 2, 32)
+    long = recording(A16W16, False, 1, 2, 64)
+    scaled, _ = launch_lists.scale(short, long, 32, 64, 8192)
+    row = asm_row(scaled, (2, 8192))
+    assert row.basis.startswith(kernel_model.TIMELINE)
+    assert "(non-persistent, 1 splits) at 2x8192" in row.figures
+    assert "the file's own: aiter would pick" in row.figures
+    assert "traced at kv 32 and 64" in row.figures
+    assert "extrapolated linearly to kv 8192" in row.figures
+    # the line through the two lengths' prices, read at 8192
+    at_32, at_64 = asm_row(short, (2, 32)).us, asm_row(long, (2, 64)).us
+    slope = (at_64 - at_32) / 32
+    assert slope > 0
+    assert row.us == pytest.approx(at_64 + slope * (8192 - 64))
