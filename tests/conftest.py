@@ -21,6 +21,9 @@ CHECKOUT_LOGS = REPO / "results" / "logs"
 if not paths.REPO_ROOT.samefile(REPO):  # this process would test one checkout and report on another
     raise pytest.UsageError(f"harness is imported from {paths.REPO_ROOT}, not from the checkout under test {REPO}")
 os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+# One OpenMP thread per test process and child (set before any imports torch): make test runs two
+# workers on two cores, and a torch op whose second thread is descheduled waits for it (3-20x the CPU).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def _logs_in_checkout() -> set[str]:
