@@ -204,18 +204,23 @@ TIMELINE = "gfx950 timing model over the emulator's traces"
 
 def price_traced(fit, peak_bandwidth: float, slowest_bandwidth: float) -> KernelPrice:
     """A kernel's launches priced by the gfx950 timing model (gfx950_timeline.py) from their traces at
-    each recorded KV length, extrapolated linearly to the shape's (fit.kv); the launch gap left to the
-    caller. The band: the bytes at the peak and at the slowest fitted bandwidth."""
+    each recorded KV length: compute and bytes each extrapolated linearly to the shape's (fit.kv), never
+    falling, the larger taken; the launch gap left to the caller. The band: the bytes at the peak and at the slowest fitted bandwidth."""
     from harness.estimate import gfx950_timeline as timeline
 
     def at(figures) -> tuple[float, list]:
         points = []
         for length, traces in fit.traced:
             priced = [timeline.price_launch(trace, figures) for trace in traces]
-            points.append((length, sum(p.microseconds - p.parts["launch"] for p in priced), priced))
-        (short, short_us, _), (long, long_us, last) = points[0], points[-1]
-        slope = (long_us - short_us) / (long - short) if long != short else long_us / long
-        return max(0.0, long_us + slope * (fit.kv - long)), last
+            compute = sum(max(p.parts["issue"], p.parts["latency"]) for p in priced)
+            points.append((length, compute, sum(p.parts["bandwidth"] for p in priced), priced))
+        (short, *short_us, _), (long, *long_us, last) = points[0], points[-1]
+
+        def extended(k: int) -> float:  # never falling with more KV: a slope below 0 is noise
+            slope = (long_us[k] - short_us[k]) / (long - short) if long != short else long_us[k] / long
+            return long_us[k] + max(0.0, slope) * (fit.kv - long)
+        # compute and bytes each along its own line, then the larger, as price_launch takes it
+        return max(extended(0), extended(1)), last
 
     lengths = " and ".join(str(length) for length, _ in fit.traced)
     scaled = ("" if lengths == str(fit.kv) else f", extrapolated to kv {fit.kv}" if len(fit.traced) > 1

@@ -270,3 +270,19 @@ def test_bytes_are_the_distinct_lines_a_workgroup_touched_when_the_trace_has_the
     once = timeline.price_launch(trace)
     assert once.parts["bandwidth"] == pytest.approx(16 * 128 * 512 / FIGURES["hbm_bytes_per_second"] * 1e6)
     assert "distinct 128-byte lines" in once.lines[4]
+
+
+def test_a_kernel_cheaper_at_the_longer_recorded_kv_is_not_extrapolated_downwards(tmp_path):
+    from harness.estimate import hip_launches, kernel_model
+    code = [("global_load_dword", "v1, v[2:3], off"), ("s_waitcnt", "vmcnt(0)"), ENDPGM]
+    summaries = []
+    for kv, wave in ((32, [0, 0, 1, 2]), (64, [0, 1, 2])):  # 802 cycles at kv 32, 798 at kv 64
+        path = tmp_path / f"k{kv}.npz"
+        traced(code, [wave], grid=(8, 1, 1), lanes=64).save(path)
+        counts = {"workgroups": 8, "waves_per_workgroup": 1, "by_class.VALU": kv, "bytes.global_load": 8 * kv}
+        summaries.append((kv, hip_launches.one_call({"_Z1kv": {"launches": 1, "counts": counts,
+                                                               hip_launches.TRACES: [str(path)]}})[0]))
+    found, _ = hip_launches.launches(summaries, 4, 8192)
+    priced = kernel_model.price_traced(found[0].fit, 8e12, 1e12)
+    assert priced.us == pytest.approx(us(798))  # compute held at kv 64's; the bytes stay far below it
+    assert priced.us > 0 and "extrapolated to kv 8192" in priced.figures
