@@ -72,7 +72,7 @@ BATCHES = {
 # The crashing files restart their worker for every case (~3 s of CPU each, torch imported): their batch runs
 # two of the small cases, enough to see the case after a crash still run.
 # The "test" batch runs three, its last one 2 x 450 rather than SMALL's 2 x 4500: no verdict here depends
-# on the size, and that case's input and check were ~40% of the batch's CPU (14 files).
+# on the size, and that case's input and check for 14 files were ~1/6 of the batch's CPU.
 BATCH_CASES = {"tables": cases.SMALL[:2],
                "test": [*cases.SMALL[:2], dict(cases.SMALL[2], kvseqlen=450)]}
 HARNESS_SOURCES = ("harness/run/worker.py", "harness/run/child.py", "harness/run/faults.py", "harness/run/protocol.py",
