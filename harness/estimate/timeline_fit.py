@@ -12,6 +12,7 @@ without its file, and marked so. Everything here is an estimate of MI355X time, 
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ from harness.estimate import aiter_traces
 from harness.estimate import calibration as calib
 from harness.estimate import fit as curves
 from harness.estimate.fit import LeftOut
-from harness.estimate.gfx950_timeline import FREE_FIGURES, compute_cycles, load_figures, price_launch, rounds
+from harness.estimate.gfx950_timeline import FIGURES_FILE, FREE_FIGURES, compute_cycles, load_figures, price_launch, rounds
 from harness.estimate.model import Model, estimate_shape, price
 
 SYNC = "sync_us"
@@ -35,8 +36,7 @@ BOUNDS = {
     SYNC: (0.0, 300.0),                        # a host sync waits for the GPU's queued work
 }
 GEMM_NOTE = "GEMM path: today's fitted GEMM curve"
-STEP = 1e-3          # finite-difference step, in log of each figure
-ITERATIONS = 25
+STEP = 1e-3  # finite-difference step, relative, in the fit's coordinates
 
 
 @dataclass(frozen=True)
@@ -123,9 +123,10 @@ def predict(point: Point, values: dict, launch_us: dict) -> float:
 
 
 def start() -> dict:
-    """The figures file's values of the free figures, no sync cost: where every fit starts."""
-    figures = load_figures()
-    found = {name: figures[name] for name in FREE_FIGURES}
+    """The free figures' starting values (their sources', not a fit's, which may sit on a bound where
+    the search would stay), no sync cost: where every fit starts."""
+    entries = json.loads(FIGURES_FILE.read_text(encoding="utf-8"))["figures"]
+    found = {name: float(entries[name].get("start_value", entries[name]["value"])) for name in FREE_FIGURES}
     found[SYNC] = 0.0
     return found
 
@@ -150,40 +151,22 @@ def _residuals(fitted: list[Point], values: dict, launch_us: dict) -> np.ndarray
     return np.array([predict(p, values, launch_us) / p.actual_us - 1 for p in fitted])
 
 
-def _trial(fitted: list[Point], launches: Launches, x: np.ndarray) -> tuple:
-    """Residuals at x and their Jacobian (forward differences; the sync cost is linear)."""
-    moved = [x] + [x + STEP * np.eye(len(x))[k] for k in range(len(FREE_FIGURES))]
-    times = launches.times([_to_values(v) for v in moved])
-    base = _residuals(fitted, _to_values(x), times[0])
-    columns = [(_residuals(fitted, _to_values(x), t) - base) / STEP for t in times[1:]]
-    columns.append(np.array([p.syncs / p.actual_us for p in fitted]))
-    return base, np.stack(columns, axis=1)
-
-
 def fit(fitted: list[Point], launches: Launches, initial: dict | None = None) -> dict:
     """The parameters that minimise the squared relative errors of `fitted` (asm-path points), each kept
-    inside BOUNDS: Levenberg-Marquardt steps clipped to the bounds."""
+    inside BOUNDS: scipy's trust-region least squares in the fit's coordinates."""
+    from scipy.optimize import least_squares
+
     fitted = [p for p in fitted if p.stage is not None]
     low, high = _limits()
-    x = np.clip(_to_vector(initial or start()), low, high)
-    residual, jacobian = _trial(fitted, launches, x)
-    damping = 1e-2
-    for _ in range(ITERATIONS):
-        normal = jacobian.T @ jacobian
-        scale = np.diag(normal) + 1e-12
-        step = np.linalg.solve(normal + damping * np.diag(scale), -jacobian.T @ residual)
-        candidate = np.clip(x + step, low, high)
-        if np.allclose(candidate, x, rtol=0, atol=1e-7):
-            break
-        new_residual, new_jacobian = _trial(fitted, launches, candidate)
-        if new_residual @ new_residual < residual @ residual:
-            gain = 1 - (new_residual @ new_residual) / max(residual @ residual, 1e-300)
-            x, residual, jacobian, damping = candidate, new_residual, new_jacobian, damping / 3
-            if gain < 1e-5:
-                break
-        else:
-            damping *= 4
-    return _to_values(x)
+    inside = 1e-9 * np.maximum(1.0, np.abs(high - low))  # a start on a bound is nudged inside it
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        values = _to_values(x)
+        return _residuals(fitted, values, launches.times([values])[0])
+
+    start_at = np.clip(_to_vector(initial or start()), low + inside, high - inside)
+    found = least_squares(residuals, start_at, bounds=(low, high), diff_step=STEP, x_scale="jac")
+    return _to_values(found.x)
 
 
 def _gemm_us(point: Point, model: Model) -> float:
