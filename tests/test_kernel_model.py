@@ -170,7 +170,7 @@ def test_201s_printed_estimate_says_each_method_once_and_no_clause_twice(estimat
     lines = display_estimate.basis_lines(estimate_201_small.shapes)
     # the timing model's breakdown says each launch's schedule and bytes (two launches may share them), in
     # one line of ~750 characters a kernel
-    schedule = {"256 CUs in 8 XCDs, the busiest CU runs 1 in 1 round(s)", "L2/MALL hits not told apart)"}
+    schedule = {"256 CUs in 8 XCDs, the busiest CU runs 1 in 1 round(s)", "reuse across workgroups not told apart)"}
     assert set(repeated_clauses(lines)) <= schedule and all(len(line) < 900 for line in lines), lines
     figures = [line for line in lines if line.startswith("    4×1024 ")]
     assert len(figures) == 2 and all(len(line) < 200 for line in figures)  # one short line per launch
