@@ -35,10 +35,13 @@ def poison_output_memory(q, device: str) -> None:
         block = torch.empty(size, dtype=torch.uint8, device=q.device)
         block[: min(size, 2 * output_bytes) // 2 * 2].view(torch.int16).fill_(POISON_BITS)
         held.append(block)
-    if not held:  # nothing cached: a fresh output-sized block would come next, poison that one
-        held = [torch.empty(output_bytes, dtype=torch.int16, device=q.device).fill_(POISON_BITS)
-                for _ in range(POISON_COPIES)]
     del held
+    # An exact-size request lands where the output's will: the pass above can miss it when a block's
+    # size sends its request to the other pool (small requests up to 1 MiB, large above), as after
+    # the chunked quantization's allocations. A few of them, for outputs after a temporary or two.
+    exact = [torch.empty(output_bytes // 2, dtype=torch.int16, device=q.device).fill_(POISON_BITS)
+             for _ in range(POISON_COPIES)]
+    del exact
 
 
 def poisoned_share(output) -> float:
