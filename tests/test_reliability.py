@@ -306,10 +306,14 @@ def test_gpu_poisoning_allocates_every_big_enough_free_block(monkeypatch):
     monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: segments)
     monkeypatch.setattr(torch, "empty", recording_empty)
     poison.poison_output_memory(real_empty((2, 16, 576), dtype=torch.bfloat16), "cuda")
-    assert [t.numel() for t in made] == [output_bytes * 3, output_bytes]  # biggest first, exact sizes
-    for block in made:  # the start of each block, room for a float32 output, holds the poison
+    blocks, exact = made[:2], made[2:]
+    assert [t.numel() for t in blocks] == [output_bytes * 3, output_bytes]  # biggest first, exact sizes
+    for block in blocks:  # the start of each block, room for a float32 output, holds the poison
         head = block[: min(block.numel(), 2 * output_bytes)].view(torch.int16)
         assert bool((head == poison.POISON_BITS).all())
+    # then requests of the output's own size, poisoned whole: where its request lands, whichever pool
+    assert [t.numel() * t.element_size() for t in exact] == [output_bytes] * poison.POISON_COPIES
+    assert all(bool((t == poison.POISON_BITS).all()) for t in exact)
 
 
 def test_worker_limits_and_the_reasons_they_give():
