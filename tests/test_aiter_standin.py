@@ -222,3 +222,18 @@ def test_the_survey_is_covered():
         if name in loader.MODULES:
             continue
         assert module in loader.MODULES and attr in loader.MODULES[module], name
+
+
+def test_the_stage2_merge_never_reads_a_split_past_the_kv():
+    """kv 256 in 16 splits: stage 1 writes the first 4 (64-row runs); the rest may hold NaN garbage."""
+    torch.manual_seed(0)
+    splits, heads, dim = 16, 16, 512
+    logits = torch.randn(1, splits, heads, dim)
+    lse = torch.randn(1, splits, heads, 1)
+    logits[:, 4:] = float("nan")
+    lse[:, 4:] = float("nan")
+    out = torch.zeros(1, heads, dim, dtype=torch.bfloat16)
+    decode._merge_splits(logits, lse, torch.tensor([0, 1]), torch.tensor([0, 256]), out)
+    weights = torch.softmax(lse[0, :4, :, 0], dim=0)  # the four written splits, by log-sum-exp
+    expected = (weights[..., None] * logits[0, :4]).sum(dim=0)
+    torch.testing.assert_close(out[0].float(), expected, rtol=1e-2, atol=1e-2)

@@ -100,4 +100,6 @@ def _merge_splits(logits, attn_lse, qo_indptr, kv_indptr, o) -> None:
                                            (qo_indptr[1:] - qo_indptr[:-1]).to(torch.int64).to(o.device))
     keep = torch.arange(splits, device=o.device)[None, :] < valid.to(o.device)[batch_of_row][:, None]
     lse = torch.where(keep[..., None], attn_lse[..., 0], float("-inf"))
-    o.copy_(merge(logits.to(fp32), lse).to(o.dtype))
+    # a split past the KV was never written: its memory may hold NaN, and a zero weight times NaN is NaN
+    partials = torch.where(keep[..., None, None], logits.to(fp32), 0.0)
+    o.copy_(merge(partials, lse).to(o.dtype))
