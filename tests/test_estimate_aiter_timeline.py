@@ -2,6 +2,8 @@
 gfx950 timing model over the wheel's code object traced at the shape
 (aiter_launches.py); the per-variant curve stays as its cross-check,
 and prices what cannot be traced, saying why."""
+from types import SimpleNamespace
+
 import pytest
 
 from harness.estimate import aiter_launches, fit, kernel_model
@@ -105,10 +107,12 @@ def test_past_the_recorded_rows_it_is_traced_short_and_extrapolated():
     split = Stage1("a16w16", False, 16)  # 3 x 64 rows <= 4 x 64
     assert aiter_launches.trace_lengths(found, split, (4, 1024)) \
         == ((1024,), "")
-    # a line through the two; one point: past the gap in proportion
-    line = aiter_launches.extrapolated([(48, 5.0), (64, 6.0)], 128, 2)
-    assert line == 10.0
-    assert aiter_launches.extrapolated([(64, 6.0)], 128, 2.0) == 10.0
+    # past the launch gap: a line through the two; one point: in proportion; never falling
+    def priced(latency):
+        return [SimpleNamespace(parts={"issue": 1.0, "latency": latency, "bandwidth": 1.0})]
+    assert kernel_model.along_kv([(48, priced(3.0)), (64, priced(4.0))], 128) == 8.0
+    assert kernel_model.along_kv([(64, priced(4.0))], 128) == 8.0
+    assert kernel_model.along_kv([(48, priced(5.0)), (64, priced(4.0))], 128) == 4.0
 
 
 def test_a_launch_past_the_recorded_rows_is_priced_from_short_traces():

@@ -30,10 +30,14 @@ class HostMemory:
         self.touched: list | None = None  # a traced wave's list: the cache lines each access touches
 
     def note_lines(self, addresses: np.ndarray, nbytes: int) -> None:
-        """Each lane's first and last cache line (an access is at most one line long)."""
-        first = addresses.astype(np.uint64) // LINE_BYTES
-        last = (addresses.astype(np.uint64) + (nbytes - 1)) // LINE_BYTES
-        self.touched.append(np.union1d(first, last))
+        """Each lane's first cache line, and its last where the access crosses into it (an access is at
+        most one line long); repeats are left to trace.count_lines, once a workgroup ends."""
+        start = addresses.astype(np.uint64)
+        first, last = start // LINE_BYTES, (start + (nbytes - 1)) // LINE_BYTES
+        self.touched.append(first)
+        crossing = last != first
+        if crossing.any():
+            self.touched.append(last[crossing])
 
     def add_region(self, address: int, nbytes: int, name: str) -> None:
         self.remove_region(address)

@@ -16,7 +16,7 @@ timing model's fit does (timeline_fit.py). The emulator reads at most
 as many KV rows as the recorded call did (the row budget's bound):
 where the official launch's traced workgroups would read more, the
 launch is traced at the recorded lengths with the official split
-count and extrapolated linearly in the KV length. A code object the wheel
+count and extrapolated in the KV length (kernel_model.along_kv). A code object the wheel
 lacks, or a trace that cannot be made, leaves the per-variant curve
 (model.py) to price it, with the reason. `found` below is the
 recording's launches.RecordedStage1.
@@ -106,19 +106,7 @@ def launch_bytes(stage: Stage1, shape: tuple, trace) -> float | None:
     share = aiter_traces.busiest_share(stage, shape)
     if share == 1.0:
         return None
-    figures = timeline.load_figures()
-    traced = timeline.price_launch(trace, figures).parts["bandwidth"]
-    return traced * figures["hbm_bytes_per_second"] / 1e6 * share
-
-
-def extrapolated(points: list, kv: int, gap: float) -> float:
-    """[(length, us)] read at `kv`: a line through the first and
-    last, or one point's time past the launch gap in proportion."""
-    (short, short_us), (long, long_us) = points[0], points[-1]
-    if short == long:
-        return gap + (long_us - gap) * kv / long
-    slope = (long_us - short_us) / (long - short)
-    return max(gap, long_us + slope * (kv - long))
+    return timeline.launch_bytes(trace) * share
 
 
 def price(found, shape: tuple, peak: float, slowest: float) -> tuple:
@@ -141,11 +129,10 @@ def price(found, shape: tuple, peak: float, slowest: float) -> tuple:
         return None, assumed, f"{type(error).__name__}: {said}"
 
     def at(figures) -> tuple:
-        priced = [(length, timeline.price_launch(trace, figures, nbytes))
+        priced = [(length, [timeline.price_launch(trace, figures, nbytes)])
                   for length, trace, nbytes in traced]
-        points = [(length, p.microseconds) for length, p in priced]
-        return (extrapolated(points, shape[1], figures["launch_gap_us"]),
-                [priced[-1][1]])
+        return (figures["launch_gap_us"] + kernel_model.along_kv(priced, shape[1]),
+                priced[-1][1])
 
     label = stage.label(shape)
     timed = kernel_model.timeline_price(

@@ -61,6 +61,12 @@ def load_figures(overrides: dict | None = None, path: Path = FIGURES_FILE) -> Fi
     return Figures(values, tables, fitted)
 
 
+def start_values(path: Path = FIGURES_FILE) -> dict:
+    """The free figures' starting values: their sources', before any fit moved them."""
+    entries = json.loads(Path(path).read_text(encoding="utf-8"))["figures"]
+    return {name: float(entries[name].get("start_value", entries[name]["value"])) for name in FREE_FIGURES}
+
+
 @dataclass
 class LaunchTime:
     microseconds: float
@@ -292,7 +298,6 @@ def price_launch(trace: LaunchTrace, figures: Figures | None = None, nbytes: flo
     figures = figures or load_figures()
     table, groups = prepared(trace, figures)
     total, held, busiest, sets = rounds(trace, figures)
-    full, rest = divmod(busiest, held[0])
     clock, gap = figures["clock_hz"], figures["launch_gap_us"]
     cycles = {part: sum(n * getattr(s, part) for n, s in sets) for part in ("issue", "latency")}
     compute_us = compute_cycles(sets) / clock * 1e6
@@ -302,7 +307,7 @@ def price_launch(trace: LaunchTrace, figures: Figures | None = None, nbytes: flo
     parts = {"issue": cycles["issue"] / clock * 1e6, "latency": cycles["latency"] / clock * 1e6,
              "bandwidth": nbytes / figures["hbm_bytes_per_second"] * 1e6, "launch": gap}
     bound = max(("issue", "latency", "bandwidth"), key=parts.get)
-    lines = [schedule_line(trace, len(groups), held, busiest, full + (1 if rest else 0), figures),
+    lines = [schedule_line(trace, len(groups), held, busiest, sum(n for n, _ in sets), figures),
              f"{bound}-bound: " + ", ".join(f"{k} {v:.2f} us" for k, v in parts.items()),
              latency_line(sets[0][1].longest, figures), issue_line(sets[0][1], groups),
              f"{nbytes / 1e6:.3g} MB ({'given' if given else counted + ', the traced workgroups scaled to the grid'})"
@@ -325,6 +330,12 @@ def workgroup_bytes(trace: LaunchTrace, groups: dict) -> tuple[float, str]:
         return sum(lines) / len(lines) * LINE_BYTES, "distinct 128-byte lines"
     moved = sum(w.hbm_bytes for ws in groups.values() for w in ws)
     return moved / len(groups), "every access counted (a trace without its lines)"
+
+
+def launch_bytes(trace: LaunchTrace, figures: Figures | None = None) -> float:
+    """The launch's memory bytes as price_launch counts them: the traced workgroups' scaled to the grid."""
+    _, groups = prepared(trace, figures or load_figures())
+    return workgroup_bytes(trace, groups)[0] * trace.workgroup_count
 
 
 def schedule_line(trace: LaunchTrace, traced: int, held: tuple, busiest: int, rounds: int,

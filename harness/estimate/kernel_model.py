@@ -209,18 +209,9 @@ def price_traced(fit, peak_bandwidth: float, slowest_bandwidth: float) -> Kernel
     from harness.estimate import gfx950_timeline as timeline
 
     def at(figures) -> tuple[float, list]:
-        points = []
-        for length, traces in fit.traced:
-            priced = [timeline.price_launch(trace, figures) for trace in traces]
-            compute = sum(max(p.parts["issue"], p.parts["latency"]) for p in priced)
-            points.append((length, compute, sum(p.parts["bandwidth"] for p in priced), priced))
-        (short, *short_us, _), (long, *long_us, last) = points[0], points[-1]
-
-        def extended(k: int) -> float:  # never falling with more KV: a slope below 0 is noise
-            slope = (long_us[k] - short_us[k]) / (long - short) if long != short else long_us[k] / long
-            return long_us[k] + max(0.0, slope) * (fit.kv - long)
-        # compute and bytes each along its own line, then the larger, as price_launch takes it
-        return max(extended(0), extended(1)), last
+        points = [(length, [timeline.price_launch(trace, figures) for trace in traces])
+                  for length, traces in fit.traced]
+        return along_kv(points, fit.kv), points[-1][1]
 
     lengths = " and ".join(str(length) for length, _ in fit.traced)
     scaled = ("" if lengths == str(fit.kv) else f", extrapolated to kv {fit.kv}" if len(fit.traced) > 1
@@ -229,6 +220,20 @@ def price_traced(fit, peak_bandwidth: float, slowest_bandwidth: float) -> Kernel
     said = f"; traces of {replayed} of {len(fit.traced)} calls replayed from the shared recordings" if replayed else ""
     return timeline_price(fit.kernel, at, peak_bandwidth, slowest_bandwidth,
                            lambda bound: f"{bound}-bound at kv {lengths}{scaled}{said}")
+
+
+def along_kv(points: list, kv: int) -> float:
+    """[(KV length, [LaunchTime of each launch])] read at `kv`, the launch gap left out: compute (each
+    launch's larger of issue and latency) and bytes each along the line through the first and last
+    lengths (in proportion from one length), never falling with more KV (a falling slope is noise), then
+    the larger of the two, as price_launch takes it."""
+    def line(part) -> float:
+        (short, short_us), (long, long_us) = ((length, sum(map(part, priced))) for length, priced in
+                                              (points[0], points[-1]))
+        slope = (long_us - short_us) / (long - short) if long != short else long_us / long
+        return long_us + max(0.0, slope) * (kv - long)
+
+    return max(line(lambda p: max(p.parts["issue"], p.parts["latency"])), line(lambda p: p.parts["bandwidth"]))
 
 
 def price_sampled(fit, nbytes: float, programs: int, count: int, units: float, peak_bandwidth: float,

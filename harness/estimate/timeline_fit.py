@@ -12,7 +12,6 @@ without its file, and marked so. Everything here is an estimate of MI355X time, 
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -22,7 +21,8 @@ from harness.estimate import aiter_traces
 from harness.estimate import calibration as calib
 from harness.estimate import fit as curves
 from harness.estimate.fit import LeftOut
-from harness.estimate.gfx950_timeline import FIGURES_FILE, FREE_FIGURES, compute_cycles, load_figures, price_launch, rounds
+from harness.estimate.gfx950_timeline import (FREE_FIGURES, compute_cycles, launch_bytes, load_figures, price_launch,
+                                              rounds, start_values)
 from harness.estimate.model import Model, estimate_shape, price
 
 SYNC = "sync_us"
@@ -74,17 +74,16 @@ class Launches:
     latencies, interpolated, so that a fit costs seconds; `exact` prices each trace in full."""
 
     LATENCIES = np.geomspace(BOUNDS["memory_latency_cycles"][0] * 0.9, BOUNDS["memory_latency_cycles"][1] * 1.1, 56)
+    LOG_LATENCIES = np.log(LATENCIES)
 
     def __init__(self, traces: dict, shares: dict | None = None):
         """traces: (Stage1, shape) -> LaunchTrace; shares: what the traced bytes times the grid
         overstate (aiter_traces.busiest_share; 1 where not given)."""
         self.traces = traces
         self.keys = sorted(traces, key=lambda key: (key[1], key[0]))
-        figures = load_figures()
         self.nbytes, self.given, self.cycles = {}, {}, {}
         for key in self.keys:  # a persistent launch's bytes: its busiest workgroup's, scaled by the schedule
-            priced = price_launch(traces[key], figures)
-            self.nbytes[key] = priced.parts["bandwidth"] * figures["hbm_bytes_per_second"] / 1e6
+            self.nbytes[key] = launch_bytes(traces[key])
             share = (shares or {}).get(key, 1.0)
             if share != 1.0:
                 self.given[key] = self.nbytes[key] = self.nbytes[key] * share
@@ -107,7 +106,7 @@ class Launches:
             at = math.log(figures["memory_latency_cycles"])
             clock, bandwidth = figures["clock_hz"], figures["hbm_bytes_per_second"]
             found.append({key: figures["launch_gap_us"] + 1e6 * max(
-                np.interp(at, np.log(self.LATENCIES), self.cycles[key]) / clock, self.nbytes[key] / bandwidth)
+                np.interp(at, self.LOG_LATENCIES, self.cycles[key]) / clock, self.nbytes[key] / bandwidth)
                 for key in self.keys})
         return found
 
@@ -125,8 +124,7 @@ def predict(point: Point, values: dict, launch_us: dict) -> float:
 def start() -> dict:
     """The free figures' starting values (their sources', not a fit's, which may sit on a bound where
     the search would stay), no sync cost: where every fit starts."""
-    entries = json.loads(FIGURES_FILE.read_text(encoding="utf-8"))["figures"]
-    found = {name: float(entries[name].get("start_value", entries[name]["value"])) for name in FREE_FIGURES}
+    found = start_values()
     found[SYNC] = 0.0
     return found
 

@@ -5,7 +5,7 @@ pattern no arithmetic produces; an output still holding it was returned unwritte
 """
 # A bfloat16 NaN with a payload no arithmetic produces: memory holding it was never written by the submission.
 POISON_BITS = 0x7FA5
-POISON_COPIES = 4  # when the GPU allocator has no free block, several fresh ones
+POISON_COPIES = 4  # exact output-size requests poisoned: the output's own, or after a temporary or two
 # What a CPU worker's fresh allocations hold (MALLOC_PERTURB_=128 fills them with 0x7F bytes; see run/worker.py).
 MALLOC_POISON_BITS = 0x7F7F
 
