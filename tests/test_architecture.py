@@ -14,7 +14,8 @@ CHILD_SIDE = {"run.child", "run.interpreter", "run.faults", "run.timing", "run.s
               "aiter_standin.quant", "aiter_standin.fp4_utils", "aiter_standin.kernels", "aiter_standin.metadata",
               "aiter_standin.attention", "aiter_standin.mla", "aiter_standin.risks", "aiter_standin.decode",
               "sandbox.procs", "sandbox.inside",
-              "compile.hip.toolchain", "compile.hip.build"}  # load_inline's build on the emulator (issue 27)
+              "compile.hip.toolchain", "compile.hip.build",  # load_inline's build on the emulator (issue 27)
+              "compile.hip.source"}  # build parses under its lock (stdlib only)
 CHILD_SIDE_GROUPS = ("emulator", "aiter_gfx950")  # every module of these runs in the child (the gfx950 emulator)
 # sandbox/ keeps the child from changing the disk; it needs only the top and where the HIP toolchain cache lies.
 SANDBOX_MAY_IMPORT = {"top", "sandbox", "compile"}

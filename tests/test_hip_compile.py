@@ -4,6 +4,8 @@ HARNESS_ALLOW_NO_HIP=1 says this machine is allowed to lack it."""
 import concurrent.futures
 import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -155,6 +157,29 @@ def test_sources_are_read_statically_with_their_lines():
     assert unit.startswith("#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n")
     first_source_line = next(n for n, line in enumerate(SUB_120.read_text().splitlines(), 1) if 'HIP_SOURCE = r"""' in line)
     assert f'#line {first_source_line} "{hip_source.LINE_FILE_PLACEHOLDER}"' in unit
+
+
+THREADED_READS = """
+import concurrent.futures, gc, sys, time
+from harness.compile.hip import source
+text = open(sys.argv[1]).read()
+gc.set_threshold(10)
+gc.callbacks.append(lambda phase, info: time.sleep(0))  # a GIL switch inside a parse
+sys.setswitchinterval(1e-6)
+with concurrent.futures.ThreadPoolExecutor(4) as pool:
+    found = list(pool.map(lambda _: [b.name for b in source.find_builds(text)], range(40)))
+print(len(found), set(map(tuple, found)))
+"""
+
+
+def test_sources_are_read_from_threads_while_the_gc_switches_them():
+    # CI saw "AST constructor recursion depth mismatch" when the corpus compiled in threads (CPython 3.11);
+    # a fresh process, where the parser's state is new, showed it at once.
+    done = subprocess.run([sys.executable, "-c", THREADED_READS, str(SUB_013)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    names = tuple(b.name for b in hip_source.find_builds(SUB_013.read_text()))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == f"40 {({names})}"
 
 
 def test_flags_keep_the_files_own_and_key_the_pch_canonically():

@@ -21,6 +21,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from harness.compile.hip import source as hip_source
 from harness.compile.hip import toolchain as hip_toolchain
 
 # Flags that may differ between the PCH and the file using it (checked with clang 22); all others key the PCH.
@@ -44,7 +45,7 @@ DIAGNOSTIC = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<kin
 def torch_rocm_defines() -> list[str]:
     """The -D flags torch's cpp_extension gives hipcc on ROCm, read from its source (importing torch is slow)."""
     torch = hip_toolchain.torch_dir()
-    tree = ast.parse((torch / "utils" / "cpp_extension.py").read_text())
+    tree = hip_source.parse_python((torch / "utils" / "cpp_extension.py").read_text())
     flags = []
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") in ("COMMON_HIP_FLAGS", "COMMON_HIPCC_FLAGS")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import textwrap
+import threading
 
 LINE_FILE_PLACEHOLDER = "__harness_submission_file__"  # replaced by the .py path after hipify (which rewrites text)
 # What load_inline prepends to the CUDA sources (torch/utils/cpp_extension.py); hipify maps the CUDA headers.
@@ -169,9 +170,19 @@ def _sources(value) -> list[list[Piece]]:
     return [item.pieces for item in items]
 
 
+# CPython 3.11's parser keeps its recursion depth per process: two threads parsing at once raise SystemError.
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_python(text: str) -> ast.Module:
+    """ast.parse, one thread at a time (compile_file runs in threads)."""
+    with _PARSE_LOCK:
+        return ast.parse(text)
+
+
 def find_builds(text: str) -> list[InlineBuild]:
     """Every load_inline call of a submission's source text, in file order. SyntaxError propagates."""
-    tree = ast.parse(text)
+    tree = parse_python(text)
     resolver = _Resolver(tree, text)
     builds = []
     for call in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_load_inline(n)),
