@@ -4,11 +4,11 @@ and the leave-one-file-out test of that fit.
 A benchmark-mode figure (a row of data/mi355x_costs.json at one shape) is predicted as its host part
 plus its stage-1 launch: the host part is what today's model prices from the facts (the Python call,
 small torch launches, allocations, aiter's metadata / reduce / quant helpers at their fixed costs) and
-the host syncs at one fitted cost; the launch is gfx950_timeline.price_launch of the stage-1 kernel's
-trace (aiter_traces.py). Fitted: FREE_FIGURES (achieved HBM bandwidth, memory latency, clock under
-load, launch gap) and the sync cost, by least squares on relative error inside BOUNDS. A shape on the
-torch GEMM path has no stage-1 launch: it is priced by today's fitted GEMM curve (model.py), refitted
-without its file, and marked so. Everything here is an estimate of MI355X time, a model.
+the host syncs at the figures file's host_sync_us (sourced, not fitted); the launch is
+gfx950_timeline.price_launch of the stage-1 kernel's trace (aiter_traces.py). Fitted: FREE_FIGURES
+(achieved HBM bandwidth, memory latency, clock under load, launch gap), by least squares on relative
+error inside BOUNDS. A shape on the torch GEMM path has no stage-1 launch: it is priced by today's
+fitted GEMM curve (model.py), refitted without its file, and marked so. Everything here is an estimate of MI355X time, a model.
 """
 from __future__ import annotations
 
@@ -25,16 +25,14 @@ from harness.estimate.gfx950_timeline import (FREE_FIGURES, compute_cycles, laun
                                               rounds, start_values)
 from harness.estimate.model import Model, estimate_shape, price
 
-SYNC = "sync_us"
-PARAMETERS = FREE_FIGURES + (SYNC,)
 # (low, high, start when the figures file gives none): each a range a fit may not leave
 BOUNDS = {
     "hbm_bytes_per_second": (2.0e12, 8.0e12),  # up to the 8 TB/s peak (data/mi355x_costs.json hardware)
     "memory_latency_cycles": (300.0, 3000.0),  # LDS-like to several round trips of HBM
     "clock_hz": (1.2e9, 2.4e9),                # up to the 2.4 GHz peak clock
     "launch_gap_us": (0.5, 10.0),
-    SYNC: (0.0, 300.0),                        # a host sync waits for the GPU's queued work
 }
+SYNC_US = load_figures()["host_sync_us"]  # sourced (KS-SYNC), not fitted: one file syncs
 GEMM_NOTE = "GEMM path: today's fitted GEMM curve"
 STEP = 1e-3  # finite-difference step, relative, in the fit's coordinates
 
@@ -117,36 +115,32 @@ class Launches:
                 for key in self.keys}
 
 
-def predict(point: Point, values: dict, launch_us: dict) -> float:
-    return point.host_us + point.syncs * values[SYNC] + launch_us[(point.stage, point.shape)]
+def predict(point: Point, launch_us: dict) -> float:
+    return point.host_us + point.syncs * SYNC_US + launch_us[(point.stage, point.shape)]
 
 
 def start() -> dict:
     """The free figures' starting values (their sources', not a fit's, which may sit on a bound where
-    the search would stay), no sync cost: where every fit starts."""
-    found = start_values()
-    found[SYNC] = 0.0
-    return found
+    the search would stay): where every fit starts."""
+    return start_values()
 
 
 def _to_vector(values: dict) -> np.ndarray:
-    """The fit's coordinates: log of each figure (they span orders of magnitude); the sync cost as
-    it is (it may be 0)."""
-    return np.array([math.log(values[name]) if name != SYNC else values[name] for name in PARAMETERS])
+    """The fit's coordinates: log of each figure (they span orders of magnitude)."""
+    return np.array([math.log(values[name]) for name in FREE_FIGURES])
 
 
 def _to_values(vector: np.ndarray) -> dict:
-    return {name: (math.exp(x) if name != SYNC else float(x)) for name, x in zip(PARAMETERS, vector)}
+    return {name: math.exp(x) for name, x in zip(FREE_FIGURES, vector)}
 
 
 def _limits() -> tuple[np.ndarray, np.ndarray]:
-    low = [math.log(BOUNDS[n][0]) if n != SYNC else BOUNDS[n][0] for n in PARAMETERS]
-    high = [math.log(BOUNDS[n][1]) if n != SYNC else BOUNDS[n][1] for n in PARAMETERS]
-    return np.array(low), np.array(high)
+    return (np.array([math.log(BOUNDS[n][0]) for n in FREE_FIGURES]),
+            np.array([math.log(BOUNDS[n][1]) for n in FREE_FIGURES]))
 
 
-def _residuals(fitted: list[Point], values: dict, launch_us: dict) -> np.ndarray:
-    return np.array([predict(p, values, launch_us) / p.actual_us - 1 for p in fitted])
+def _residuals(fitted: list[Point], launch_us: dict) -> np.ndarray:
+    return np.array([predict(p, launch_us) / p.actual_us - 1 for p in fitted])
 
 
 def fit(fitted: list[Point], launches: Launches, initial: dict | None = None) -> dict:
@@ -159,8 +153,7 @@ def fit(fitted: list[Point], launches: Launches, initial: dict | None = None) ->
     inside = 1e-9 * np.maximum(1.0, np.abs(high - low))  # a start on a bound is nudged inside it
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        values = _to_values(x)
-        return _residuals(fitted, values, launches.times([values])[0])
+        return _residuals(fitted, launches.times([_to_values(x)])[0])
 
     start_at = np.clip(_to_vector(initial or start()), low + inside, high - inside)
     found = least_squares(residuals, start_at, bounds=(low, high), diff_step=STEP, x_scale="jac")
@@ -182,7 +175,7 @@ def leave_one_file_out(cal: calib.Calibration, found: list[Point], launches: Lau
         launch_us = launches.exact(values) if any(p.stage for p in mine) else {}
         curve = curves.fit(cal, frozenset({name})) if any(p.stage is None for p in mine) else None
         for p in mine:
-            us = predict(p, values, launch_us) if p.stage is not None else _gemm_us(p, curve)
+            us = predict(p, launch_us) if p.stage is not None else _gemm_us(p, curve)
             note = "" if p.stage is not None else GEMM_NOTE
             left_out.append(LeftOut(p.row.id, name, p.shape, p.actual_us, us, us, us, note))
         if progress:
@@ -192,5 +185,5 @@ def leave_one_file_out(cal: calib.Calibration, found: list[Point], launches: Lau
 
 def described(values: dict) -> str:
     units = {"hbm_bytes_per_second": (1e12, "TB/s"), "memory_latency_cycles": (1, "cycles"),
-             "clock_hz": (1e9, "GHz"), "launch_gap_us": (1, "us"), SYNC: (1, "us a sync")}
-    return ", ".join(f"{name} {values[name] / units[name][0]:.3g} {units[name][1]}" for name in PARAMETERS)
+             "clock_hz": (1e9, "GHz"), "launch_gap_us": (1, "us")}
+    return ", ".join(f"{name} {values[name] / units[name][0]:.3g} {units[name][1]}" for name in FREE_FIGURES)
