@@ -159,11 +159,13 @@ class Workgroup:
         return progress, used
 
     def step(self, wave) -> int:
-        """One turn of a wave: traced waves one instruction at a time on numpy, recording."""
+        """One turn of a wave: traced waves recording their steps and lines (in C where it runs)."""
         launch = self.launch
         if self.traced:
             launch.memory.touched = self.lines
             try:
+                if launch.native:
+                    return runner.run_wave(launch, wave, launch.quantum, traced=True)
                 return run_wave(launch, wave, launch.quantum, launch.trace_table(), launch.traced_hits)
             finally:
                 launch.memory.touched = None
@@ -232,8 +234,8 @@ def run_kernel(code: CodeObject, name: str, grid, block, kernarg: bytes, dynamic
                native: bool = True, trace: tracing.TraceRequest | None = None) -> LaunchCounts:
     """quantum: wave instructions a wave runs before the next wave of its workgroup (1: lockstep);
     native: the C fast path where it is on and builds (else the numpy executors alone);
-    trace: workgroups whose waves record each step (counts.trace), on numpy one instruction
-    at a time; $HARNESS_EMULATOR_TRACE asks for representative ones and saves them there."""
+    trace: workgroups whose waves record each step and line (counts.trace), in C where it runs;
+    $HARNESS_EMULATOR_TRACE asks for representative ones and saves them there."""
     info = code.kernels.get(name) or code.kernels.get(name.removesuffix(".kd"))
     if info is None:
         raise KeyError(f"no kernel {name} in the code object ({sorted(code.kernels)})")

@@ -15,6 +15,11 @@ typedef struct {
     int64_t regions;
     int64_t *bytes;       /* bytes moved, by BYTE_KINDS */
     uint64_t load_base;   /* the host address of the code object's vaddr 0 (s_getpc_b64) */
+    int32_t *steps;       /* a traced wave's steps (NULL: not traced): index, then EXEC's lanes */
+    uint8_t *step_lanes;
+    int64_t nsteps;
+    uint64_t *lines;      /* a traced wave's 128-byte lines, each access's first and last */
+    int64_t nlines;
 } State;
 
 enum { SCALAR_LOAD, GLOBAL_LOAD, GLOBAL_STORE, LDS_READ, LDS_WRITE, BUFFER_LOAD, LDS_DMA, BUFFER_STORE };
@@ -27,6 +32,19 @@ enum { BUDGET_STOP, NEED_NUMPY, BARRIER_STOP, END_STOP };
 #define V64(r, l) ((uint64_t)V(r)[l] | (uint64_t)V((r) + 1)[l] << 32)
 #define EXEC64 S64(126)
 #define BELOW(l) ((1ull << (l)) - 1ull)
+/* a traced wave's step before its instruction runs, taken back when numpy runs it instead */
+#define TRACE_STEP(k) if (st->steps) { st->steps[st->nsteps] = (k); \
+    st->step_lanes[st->nsteps++] = (uint8_t)__builtin_popcountll(EXEC64); }
+#define UNTRACE_STEP if (st->steps) st->nsteps--;
+#define LINE_BYTES 128u
+
+/* a traced wave's access [at, at + n): its first line, and its last where it crosses (memory.py) */
+static inline void note_lines(State *st, uint64_t at, uint64_t n) {
+    if (!st->lines) return;
+    uint64_t first = at / LINE_BYTES, last = (at + n - 1) / LINE_BYTES;
+    st->lines[st->nlines++] = first;
+    if (last != first) st->lines[st->nlines++] = last;
+}
 
 static inline float F(uint32_t x) { float f; memcpy(&f, &x, 4); return f; }
 static inline uint32_t U(float f) { uint32_t x; memcpy(&x, &f, 4); return x; }

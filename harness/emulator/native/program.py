@@ -31,7 +31,9 @@ class State(ctypes.Structure):
                 ("written", ctypes.c_void_p), ("read_by", ctypes.c_void_p),
                 ("starts", ctypes.c_void_p), ("ends", ctypes.c_void_p),
                 ("regions", ctypes.c_int64), ("bytes", ctypes.c_void_p),
-                ("load_base", ctypes.c_uint64)]
+                ("load_base", ctypes.c_uint64),
+                ("steps", ctypes.c_void_p), ("step_lanes", ctypes.c_void_p), ("nsteps", ctypes.c_int64),
+                ("lines", ctypes.c_void_p), ("nlines", ctypes.c_int64)]
 
 
 BYTE_KINDS = ("scalar_load", "global_load", "global_store", "lds_read", "lds_write", "buffer_load",
@@ -115,7 +117,7 @@ def chunk_c(span: range, bodies: list) -> str:
              "  switch (pc_) {" + " ".join(f"case {k}: goto L{k};" for k in span) + " default: goto out_; }"]
     for k in span:
         done = f"hits_[{k}]++; n_++;"
-        body = bodies[k][0].replace("FALLBACK", f"{{ st->status = NEED_NUMPY; pc_ = {k}; goto out_; }}")
+        body = bodies[k][0].replace("FALLBACK", f"{{ UNTRACE_STEP st->status = NEED_NUMPY; pc_ = {k}; goto out_; }}")
         body = body.replace("STOP_AFTER(BARRIER_STOP);",
                             f"{{ {done} st->status = BARRIER_STOP; pc_ = {k + 1}; goto out_; }}")
         body = body.replace("STOP_AFTER(END_STOP);", f"{{ {done} st->status = END_STOP; pc_ = {k}; goto out_; }}")
@@ -125,7 +127,7 @@ def chunk_c(span: range, bodies: list) -> str:
             leave = f"goto L{target};" if target in span else f"{{ pc_ = {target}; goto out_; }}"
             body = body.replace(f"NEXT({target});", f"{{ {done} {leave} }}")
         lines.append(f"  L{k}: if (n_ >= budget_) {{ st->status = BUDGET_STOP; pc_ = {k}; goto out_; }}"
-                     f"\n  {{ {body} }} {done}")
+                     f"\n  TRACE_STEP({k}) {{ {body} }} {done}")
     lines.append(f"  pc_ = {span.stop};")
     lines.append("  out_: st->scc = scc; *count_ = n_; return pc_; }")
     return "\n".join(lines)

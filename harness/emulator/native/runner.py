@@ -11,6 +11,8 @@ from .. import executor
 from .program import BARRIER_STOP, BYTE_KINDS, END_STOP, NEED_NUMPY, State
 
 SGPRS = struct.Struct("<128I")
+TRACE_ROOM = 4096      # instructions a traced wave runs in C between two drains of its buffers
+LINES_PER_STEP = 128   # the most lines one instruction notes: 64 lanes, each its first and last
 
 
 class LaunchState:
@@ -24,6 +26,12 @@ class LaunchState:
         self.hits = np.zeros(count + 1, np.int64)
         self.bytes = np.zeros(len(BYTE_KINDS), np.int64)
         self.hits_address = self.hits.ctypes.data
+        # a traced wave's buffers (one wave runs at a time), drained after each C run of at most
+        # TRACE_ROOM instructions; its hits go to a scratch array: its steps count them
+        self.steps = np.zeros(TRACE_ROOM, np.int32)
+        self.step_lanes = np.zeros(TRACE_ROOM, np.uint8)
+        self.lines = np.zeros(TRACE_ROOM * LINES_PER_STEP, np.uint64)
+        self.scratch_hits = np.zeros(count + 1, np.int64)
         self.singles_table = native.__dict__.get("singles_table")
         if self.singles_table is None:  # no blocks: a block would run on past what C takes
             self.singles_table = [self.lazy(k) for k in range(count)]
@@ -57,6 +65,13 @@ class LaunchState:
         wave.native = state
         wave.native_ref = ctypes.byref(state)
 
+    def drain(self, w, state: State, touched: list) -> None:
+        """A traced wave's steps and lines of its last C run, out of the shared buffers."""
+        w.steps.extend(self.steps[:state.nsteps].tolist())
+        w.lanes.extend(self.step_lanes[:state.nsteps].tolist())
+        if state.nlines:
+            touched.append(self.lines[:state.nlines].copy())
+
     def finish(self, hits: list[int], bytes_moved: dict) -> None:
         """C's hits and bytes into the launch's own (after the numpy blocks' hits are spread)."""
         for k, count in enumerate(self.hits[:len(hits)].tolist()):
@@ -67,37 +82,51 @@ class LaunchState:
                 bytes_moved[kind] = bytes_moved.get(kind, 0) + count
 
 
-def run_wave(launch, w, budget: int) -> int:
+def run_wave(launch, w, budget: int, traced: bool = False) -> int:
     """As launch.run_wave, with stretches of translated instructions run in C; what C leaves
-    (or hands back after a failed check) goes one instruction at a time to launch.run_wave."""
+    (or hands back after a failed check) goes one instruction at a time to launch.run_wave.
+    traced: a wave of a traced workgroup. C notes each step, its EXEC lanes and the lines its
+    memory ops touch (trace.Recorder and HostMemory.touched on numpy), drained into the wave's
+    steps and the workgroup's lines after each run of at most TRACE_ROOM instructions; its hits
+    go to scratch (its steps count them); what C leaves runs on the recording table."""
     native = launch.native
     translated, run = native.native.translated, native.native.run
     state, count, n = w.native, len(translated), 0
-    while n < budget and not (w.done or w.at_barrier):
-        i = w.pc
-        if i < count and translated[i]:
-            state.current = (w.lds.epoch + 1) << 16
-            state.mine = state.current | (w.index + 1)
-            if w.s != w.native_list:
-                SGPRS.pack_into(w.native_s, 0, *w.s)
-            state.scc = w.scc
-            w.pc = run(w.native_ref, i, budget - n, native.hits_address)
-            w.native_list = w.native_s.tolist()
-            w.s[:] = w.native_list
-            w.scc = state.scc
-            n += state.executed
-            w.clock += state.executed
-            w.progress += state.progress
-            state.progress = 0
-            status = state.status
-            if status == BARRIER_STOP:
-                w.at_barrier = True
-            elif status == END_STOP:
-                w.done = True
-            if status != NEED_NUMPY:
+    room, hits = (TRACE_ROOM, native.scratch_hits.ctypes.data) if traced else (budget, native.hits_address)
+    table, table_hits = (launch.trace_table(), launch.traced_hits) if traced else (native.singles_table, None)
+    if traced:
+        state.steps, state.step_lanes = native.steps.ctypes.data, native.step_lanes.ctypes.data
+        state.lines = native.lines.ctypes.data
+    try:
+        while n < budget and not (w.done or w.at_barrier):
+            i = w.pc
+            if i < count and translated[i]:
+                state.current = (w.lds.epoch + 1) << 16
+                state.mine = state.current | (w.index + 1)
+                if w.s != w.native_list:
+                    SGPRS.pack_into(w.native_s, 0, *w.s)
+                state.scc, state.nsteps, state.nlines = w.scc, 0, 0
+                w.pc = run(w.native_ref, i, min(budget - n, room), hits)
+                if traced:
+                    native.drain(w, state, launch.memory.touched)
+                w.native_list = w.native_s.tolist()
+                w.s[:] = w.native_list
+                w.scc = state.scc
+                n += state.executed
+                w.clock += state.executed
+                w.progress += state.progress
+                state.progress = 0
+                status = state.status
+                if status == BARRIER_STOP:
+                    w.at_barrier = True
+                elif status == END_STOP:
+                    w.done = True
+                if status != NEED_NUMPY:
+                    continue  # the loop's test ends the turn (a traced wave's room may come first)
+            sleeping = launch.instructions[w.pc].mnemonic == "s_sleep"
+            n += native.numpy_step(launch, w, 1, table, table_hits)
+            if sleeping:  # s_sleep ends the wave's turn, as on the numpy path
                 break
-        sleeping = launch.instructions[w.pc].mnemonic == "s_sleep"
-        n += native.numpy_step(launch, w, 1, native.singles_table)
-        if sleeping:  # s_sleep ends the wave's turn, as on the numpy path
-            break
+    finally:
+        state.steps = state.step_lanes = state.lines = None
     return n

@@ -29,6 +29,7 @@ int global_access(State *st, uint64_t base, uint64_t offset, const uint32_t *lo,
     if (!lanes_inside(st, at, ex, size)) return 0;
     for (int l = 0; l < 64; l++) {
         if (!(ex >> l & 1)) continue;
+        note_lines(st, at[l], size);
         uint32_t w_[4];
         if (store) {
             for (int k = 0; k < words; k++) w_[k] = rows[k * 64 + l];
@@ -52,6 +53,7 @@ int global_load_small(State *st, uint64_t base, uint64_t offset, const uint32_t 
     if (!lanes_inside(st, at, ex, size)) return 0;
     for (int l = 0; l < 64; l++) {
         if (!(ex >> l & 1)) continue;
+        note_lines(st, at[l], (uint64_t)size);
         uint32_t value = 0;
         memcpy(&value, (const void *)(uintptr_t)at[l], size);
         if (is_signed) value = size == 1 ? (uint32_t)(int32_t)(int8_t)value : (uint32_t)(int32_t)(int16_t)value;
@@ -163,7 +165,10 @@ int buffer_store(State *st, const uint32_t *desc, uint32_t soffset, const uint32
     }
     for (int64_t j = 0; j < parts; j++)
         for (int l = 0; l < 64; l++)
-            if (in_range[j] >> l & 1) memcpy((void *)(uintptr_t)(at[l] + 4 * j), &row[j * 64 + l], chunk);
+            if (in_range[j] >> l & 1) {
+                note_lines(st, at[l] + 4 * j, (uint64_t)chunk);
+                memcpy((void *)(uintptr_t)(at[l] + 4 * j), &row[j * 64 + l], chunk);
+            }
     st->bytes[BUFFER_STORE] += size * __builtin_popcountll(ex);
     st->progress++;
     return 1;
@@ -195,8 +200,10 @@ int buffer_load(State *st, const uint32_t *desc, uint32_t soffset, const uint32_
     for (int l = 0; l < 64; l++)
         if (ex >> l & 1)
             for (int64_t j = 0; j < chunks; j++)
-                if (offset[l] + 4 * j + 4 <= records)
+                if (offset[l] + 4 * j + 4 <= records) {
+                    note_lines(st, at[l] + 4 * j, 4);
                     memcpy(data[l] + 4 * j, (const void *)(uintptr_t)(at[l] + 4 * j), 4);
+                }
     int64_t moved = size * __builtin_popcountll(ex);
     if (!rows) {  /* LDS-DMA: lane l's bytes at M0[17:0] + offset + l * size */
         int64_t target[64];

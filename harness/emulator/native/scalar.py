@@ -222,5 +222,6 @@ def s_load(ins, name):
     base = sread(ins.operands[1], 64)
     return (f"{{ uint64_t at = ({base} + (uint64_t){offset} + {extra}ull) & ~3ull;"
             f" if (!inside(st, at, {4 * words})) FALLBACK;"
+            f" note_lines(st, at, {4 * words});"
             f" memcpy(&S[{destination.index}], (const void *)(uintptr_t)at, {4 * words});"
             f" st->bytes[SCALAR_LOAD] += {4 * words}; }}")
