@@ -338,7 +338,7 @@ def estimate(submission, target, device, as_json, protection):
     console = display.console()
     with display.Steps(display.console(stderr=True), chosen.label) as steps:
         result = runner.run(chosen, here, target, protection=guarding,
-                            progress=lambda i, n, shape: steps.step(i, n, f"recording {shape}"))
+                            progress=steps.step)
     try:
         record = runner.save(result, session.git_checkout())
     except OSError as error:

@@ -32,6 +32,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 from harness import platform as platforms
@@ -125,6 +126,7 @@ class Recordings:
         self.pending_traces: set = set()  # scratch files of the pending replies
         self.hits = 0
         self.traces = 0
+        self.lock = threading.Lock()  # estimate/workers.py records several shapes at once
 
     def key(self, op: str, args: dict) -> str:
         request = json.dumps({"op": op, "args": args, "worker": self.worker_kind, "file": self.file_sha,
@@ -143,15 +145,17 @@ class Recordings:
         reply = _renamed(reply, lambda name: named.append(self.where / TRACE_FOLDER / name) or str(named[-1]))
         if untraced(op, reply) or not all(path.is_file() for path in named):
             return None  # kept before tracing, or a trace gone: the call runs again
-        self.hits += 1
-        self.traces += len(named)
+        with self.lock:
+            self.hits += 1
+            self.traces += len(named)
         return dict(reply, **{CACHED: True})
 
     def keep(self, op: str, args: dict, reply: dict) -> None:
         """A good reply, written by commit() once the run is known clean."""
         if self.where is not None and reply.get("ok") and not reply.get(CACHED):
-            self.pending[self.key(op, args)] = _renamed(reply, lambda path: Path(path).name)
-            _renamed(reply, self.pending_traces.add)
+            with self.lock:
+                self.pending[self.key(op, args)] = _renamed(reply, lambda path: Path(path).name)
+                _renamed(reply, self.pending_traces.add)
 
     def commit(self) -> None:
         """Each kept reply to its own file, through a temporary file renamed into place."""

@@ -21,6 +21,7 @@ from harness import platform as platforms
 from harness.aiter_gfx950 import routing as aiter_routing
 from harness.estimate import executed, fit, hip_launches, launches as launch_lists, mi355x_path
 from harness.estimate import recordings as shared
+from harness.estimate import workers as recording_workers
 from harness.estimate.calibration import CUS
 from harness.estimate.gfx950_kernels import Gfx950Kernels
 from harness.estimate.model import Model, ShapeEstimate, estimate_shape
@@ -140,7 +141,8 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
         specs: list | None = None, progress=None,
         protection: guard.Protection | None = None) -> EstimateRun:
     """Record and price every shape, the submission's workers (its recording and its gfx950 compiles) under
-    `protection`, as `harness run` gives it; what it changed on disk or left running fails the estimate."""
+    `protection`, as `harness run` gives it; what it changed on disk or left running fails the estimate.
+    progress(done, total, label): what is being recorded ("recording 4×1024 and 4×8192"), or a line to say."""
     started = records.now_iso()
     budget = budget or row_budget()
     model, _ = fit.calibrated_model()
@@ -152,6 +154,8 @@ def run(submission: Submission, platform: Platform, target: str = "mi355x", *, b
     shelf = _shelf(submission, platform)
     if not refusal:
         protection = protection or guard.choose("auto")
+        if prices_hip(submission):  # once, before the watch: else each recording worker builds it in its scratch
+            session.prebuild_hip(submission, lambda line: progress and progress(None, None, line))
         with session.guarded(submission, platform, protection) as held:
             refusal, status, on_path, risks = _record_shapes(held, shapes, model, budget, progress, shelf)
         if held.problems:
@@ -206,35 +210,52 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
     kernels.prefetch(launch.kernel for batch, kv in sizes for launch in path.launches([], batch, kv))
     kernels.executed = _executed_counts(held, path, progress, shelf.get("emulate"))
     risks: set = set()
-    started = held.start_emulated_worker("estimate") if hip else _recording_worker(held)
-    with started as worker:
-        for index, shape in enumerate(shapes):
-            batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
-            if progress:
-                progress(index, len(shapes), f"{batch}×{kv}")
-            lengths = (hip_launches.lengths(batch, kv, min(budget, hip_launches.EMULATED_ROWS)) if hip
-                       else recording_lengths(batch, kv, platform.is_gpu, budget))
-            recorded, emulated, replayed, failure = _record_shape(worker, shape.spec, lengths,
-                                                                  "cpu" if hip else platform.torch_device,
-                                                                  shelf.get("record"))
-            if failure:
-                return f"{batch}×{kv}: {failure}", "fail", [], []
-            one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
-                                                 lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
-            shape.recorded_kv = lengths
-            found, failure = _hip_launches(hip, lengths, emulated, batch, kv, replayed)
-            if failure:
-                return f"{batch}×{kv}: {failure}", "fail", [], []
-            priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv) + found
-            risks |= launch_lists.recorded_warnings(one)
-            shape.estimate = estimate_shape((batch, kv), priced, model, kernels)
+    for shape, (lengths, recorded, emulated, replayed, failure) in zip(
+            shapes, _record_each(held, shapes, hip, budget, progress, shelf.get("record"))):
+        batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
+        if failure:
+            return f"{batch}×{kv}: {failure}", "fail", [], []
+        one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
+                                             lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
+        shape.recorded_kv = lengths
+        found, failure = _hip_launches(hip, lengths, emulated, batch, kv, replayed)
+        if failure:
+            return f"{batch}×{kv}: {failure}", "fail", [], []
+        priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv) + found
+        risks |= launch_lists.recorded_warnings(one)
+        shape.estimate = estimate_shape((batch, kv), priced, model, kernels)
     return "", "pass", path.warnings(platform.describe()), sorted(risks)
 
 
-def _recording_worker(held: session.Guarded) -> Worker:
+def _record_each(held: session.Guarded, shapes: list, hip: bool, budget: int, progress,
+                 kept: shared.Recordings | None) -> list:
+    """Each shape's (KV lengths, recordings, emulated summaries, calls replayed, failure), in shape order,
+    recorded by estimate/workers.py's workers at once; the shapes after a failure come back as not run."""
+    platform = held.platform
+    labels = [f"{int(s.spec['batchsize'])}×{int(s.spec['kvseqlen'])}" for s in shapes]
+
+    def start(slot: int) -> Worker:
+        purpose = "estimate" + (f"-{slot + 1}" if slot else "")
+        return held.start_emulated_worker(purpose) if hip else _recording_worker(held, purpose)
+
+    def record(worker: Worker, index: int) -> tuple:
+        batch, kv = int(shapes[index].spec["batchsize"]), int(shapes[index].spec["kvseqlen"])
+        lengths = (hip_launches.lengths(batch, kv, min(budget, hip_launches.EMULATED_ROWS)) if hip
+                   else recording_lengths(batch, kv, platform.is_gpu, budget))
+        return (lengths, *_record_shape(worker, shapes[index].spec, lengths, "cpu" if hip else platform.torch_device,
+                                        kept))
+
+    found = recording_workers.each_shape(labels, recording_workers.how_many(len(shapes), platform.is_gpu and not hip),
+                                         start, record, progress and (lambda done, total, label:
+                                                                      progress(done, total, f"recording {label}")))
+    not_run = ([], [], [], 0, "not recorded: an earlier shape failed")
+    return [item if item is not None else not_run for item in found]
+
+
+def _recording_worker(held: session.Guarded, purpose: str = "estimate") -> Worker:
     """The plain worker a non-HIP file is recorded in: aiter calls are priced from their journal entries, so
     its kernels run as the stand-in's torch model, not on the gfx950 emulator (minutes a call)."""
-    worker = held.start_worker("estimate", interprets_triton(held.submission, held.platform))
+    worker = held.start_worker(purpose, interprets_triton(held.submission, held.platform))
     worker.env[aiter_routing.ENV] = AITER_IN_TORCH
     return worker
 
@@ -256,7 +277,7 @@ def _executed_counts(held: session.Guarded, path: mi355x_path.PathPlan, progress
     if why:
         return executed.Executed(why=why)
     if progress:
-        progress(0, 1, "executed counts on the gfx950 emulator")
+        progress(0, 1, "recording executed counts on the gfx950 emulator")
     block = int((path.options or {}).get("block_n") or executed.TILE)
     return executed.sample(lambda: _traced_worker(held), path.worked_out() and path.merges, block, recordings=kept)
 

@@ -132,6 +132,16 @@ class Worker:
             self._kill()
         self._forget()
 
+    def interrupt(self) -> None:
+        """From another thread (Ctrl-C while several record): the child ends now, and the call
+        waiting on it returns as a crash; the worker's own thread then closes it."""
+        process = self._process
+        if process is not None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     def _kill(self) -> None:
         # The child leads its own session, so this ends it and anything it started (compilers, helpers).
         try:

@@ -9,6 +9,7 @@ import functools
 import hashlib
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 from harness.compile.hip import toolchain as hip_toolchain
@@ -94,15 +95,21 @@ def built_path(chain, into: Path | None = None) -> Path:
     target = (into or writable_folder()) / "lib" / name
     target.parent.mkdir(parents=True, exist_ok=True)
     include, lib = torch_paths()
-    partial = target.with_suffix(f".{os.getpid()}.tmp")
-    run([str(chain.clang), "-x", "c++", "-std=c++17", "-O2", "-fPIC",
-         "-shared", "-D__HIP_PLATFORM_AMD__=1", "-DUSE_ROCM=1",
-         "-isystem", str(chain.overlay), *hip_includes(chain),
-         "-isystem", str(include), str(SOURCE), str(STREAMS),
-         f"-L{lib}", "-lc10",
-         f"-Wl,-rpath,{lib}", f"-Wl,-soname,{name}", "-o", str(partial)],
-        "building the emulator's HIP runtime")
-    os.replace(partial, target)
+    # not named by pid: sandboxed children share a scratch folder, each pid 2 in its namespace
+    handle, named = tempfile.mkstemp(dir=target.parent, prefix=f".{name}.", suffix=".tmp")
+    os.close(handle)
+    partial = Path(named)
+    try:
+        run([str(chain.clang), "-x", "c++", "-std=c++17", "-O2", "-fPIC",
+             "-shared", "-D__HIP_PLATFORM_AMD__=1", "-DUSE_ROCM=1",
+             "-isystem", str(chain.overlay), *hip_includes(chain),
+             "-isystem", str(include), str(SOURCE), str(STREAMS),
+             f"-L{lib}", "-lc10",
+             f"-Wl,-rpath,{lib}", f"-Wl,-soname,{name}", "-o", str(partial)],
+            "building the emulator's HIP runtime")
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
 
 

@@ -8,6 +8,8 @@ import ctypes
 import hashlib
 import os
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from .. import sopp
@@ -214,20 +216,20 @@ def compiler() -> str:
 
 def built(name: str, text: str, level: str) -> Path:
     """The shared library of `text`, compiled once into the cache (another process may race:
-    each writes its own file, then renames it in place)."""
+    each writes its own file, then renames it in place; not named by pid: sandboxed children
+    share a scratch folder and each is pid 2 in its own namespace)."""
     for folder in cache_folders():
         if (folder / f"{name}.so").exists():
             return folder / f"{name}.so"
     folder = writable_folder()
     library = folder / f"{name}.so"
     if not library.exists():
-        unit = folder / f"{name}.{os.getpid()}.c"
-        unit.write_text(text)
-        partial = folder / f"{name}.{os.getpid()}.so"
-        subprocess.run([compiler(), level, *FLAGS, str(unit), "-o", str(partial)], check=True,
-                       capture_output=True, timeout=600)
-        os.replace(partial, library)
-        unit.unlink()
+        with tempfile.TemporaryDirectory(dir=folder, prefix=f".{name}.") as work:
+            unit, partial = Path(work) / "unit.c", Path(work) / "unit.so"
+            unit.write_text(text)
+            subprocess.run([compiler(), level, *FLAGS, str(unit), "-o", str(partial)], check=True,
+                           capture_output=True, timeout=600)
+            os.replace(partial, library)
     return library
 
 
@@ -265,5 +267,8 @@ def native_program(code, entry: int | None = None):
             kept[entry] = NativeProgram(code.program, code.blob, entry)
         except (OSError, RuntimeError, subprocess.SubprocessError) as error:  # the numpy path runs
             kept[entry] = None
-            code.__dict__["_native_error"] = str(error)[:300]
+            detail = getattr(error, "stderr", b"") or b""
+            code.__dict__["_native_error"] = (str(error) + " " + detail.decode(errors="replace")[-300:])[:600]
+            print(f"gfx950 emulator: no C fast path ({code.__dict__['_native_error']}); the numpy executors "
+                  "run this kernel, many times slower", file=sys.stderr, flush=True)
     return kept[entry]
