@@ -233,10 +233,13 @@ def _record_each(held: session.Guarded, shapes: list, hip: bool, budget: int, pr
     recorded by estimate/workers.py's workers at once; the shapes after a failure come back as not run."""
     platform = held.platform
     labels = [f"{int(s.spec['batchsize'])}×{int(s.spec['kvseqlen'])}" for s in shapes]
+    count = recording_workers.how_many(len(shapes), platform.is_gpu and not hip)
 
     def start(slot: int) -> Worker:
         purpose = "estimate" + (f"-{slot + 1}" if slot else "")
-        return held.start_emulated_worker(purpose) if hip else _recording_worker(held, purpose)
+        worker = held.start_emulated_worker(purpose) if hip else _recording_worker(held, purpose)
+        recording_workers.share_cores(worker.env, count)
+        return worker
 
     def record(worker: Worker, index: int) -> tuple:
         batch, kv = int(shapes[index].spec["batchsize"]), int(shapes[index].spec["kvseqlen"])
@@ -245,9 +248,11 @@ def _record_each(held: session.Guarded, shapes: list, hip: bool, budget: int, pr
         return (lengths, *_record_shape(worker, shapes[index].spec, lengths, "cpu" if hip else platform.torch_device,
                                         kept))
 
-    found = recording_workers.each_shape(labels, recording_workers.how_many(len(shapes), platform.is_gpu and not hip),
-                                         start, record, progress and (lambda done, total, label:
-                                                                      progress(done, total, f"recording {label}")))
+    def say(done: int, total: int, label: str) -> None:
+        if progress:
+            progress(done, total, f"recording {label}")
+
+    found = recording_workers.each_shape(labels, count, start, record, say)
     not_run = ([], [], [], 0, "not recorded: an earlier shape failed")
     return [item if item is not None else not_run for item in found]
 

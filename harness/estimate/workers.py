@@ -22,6 +22,13 @@ def how_many(shapes: int, on_gpu: bool) -> int:
     return max(1, min(cores, shapes))
 
 
+def share_cores(env: dict, workers: int) -> None:
+    """A worker's torch threads: the cores split between the workers (unless OMP_NUM_THREADS is
+    set), so that no thread waits descheduled behind another worker's at every op."""
+    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+
+
 def each_shape(labels: list, workers: int, start_worker, record, progress=None) -> list:
     """[record(worker, index) for each shape], `workers` at a time. start_worker(slot) makes a
     worker (a context manager); record returns a tuple whose last item is a failure ("" if none);

@@ -95,3 +95,17 @@ def test_interrupt_ends_a_real_workers_hanging_call_at_once(tmp_path):
         began = time.monotonic()
         reply = worker.call("test", 120, args=HANG, device="cpu")
     assert not reply["ok"] and time.monotonic() - began < 30
+
+
+def test_each_worker_gets_its_share_of_the_cores(monkeypatch):
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 8)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    env = {}
+    workers.share_cores(env, 4)
+    assert env == {"OMP_NUM_THREADS": "2"}
+    alone = {}
+    workers.share_cores(alone, 1)  # one worker: torch's own choice
+    assert alone == {}
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's setting stands
+    workers.share_cores(alone, 4)
+    assert alone == {}
