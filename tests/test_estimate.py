@@ -261,6 +261,14 @@ def test_cpu_recordings_use_two_kv_lengths_never_past_the_official_one():
     assert runner.recording_lengths(256, 8192, on_gpu=True) == [8192]
 
 
+def test_a_file_priced_from_its_plan_is_recorded_with_fewer_rows():
+    from harness.estimate import mi355x_path
+    plan = mi355x_path.PathPlan(markers=["torch.version.hip"], options={"fused": False})  # 201's kind
+    assert plan.worked_out() and runner.plan_budget(plan, 131072) == runner.PLAN_ROW_BUDGET
+    assert runner.plan_budget(plan, 64) == 64  # a smaller budget (the tests', $HARNESS_ESTIMATE_ROWS) stands
+    assert runner.plan_budget(mi355x_path.PathPlan(), 131072) == 131072  # 014 picks its path by size
+
+
 @pytest.mark.slow
 def test_a_triton_kernel_is_recorded_with_its_grid_and_priced_as_uncalibrated():
     found = _estimate("triton_interpreted.py", [SMALL], budget=64)

@@ -41,6 +41,9 @@ DEVICE_NAME = "MI355X estimate (model)"
 # $HARNESS_ESTIMATE_ROWS lowers it (the tests' quick runs); 131072 keeps 014's path choice at every official shape.
 ROW_BUDGET_ENV = "HARNESS_ESTIMATE_ROWS"
 ROW_BUDGET = 131072
+# A file whose MI355X kernels are worked out from its plan (mi355x_path) takes them at the official shape;
+# its recording only counts the rest (torch ops, allocations), linear in KV: fewer rows give the same price.
+PLAN_ROW_BUDGET = 16384
 CALL_LIMIT_S = 600.0
 AITER_IN_TORCH = "torch"  # harness/aiter_gfx950/routing.py's mode for the recording worker
 
@@ -80,6 +83,11 @@ def recording_lengths(batch: int, kv: int, on_gpu: bool, budget: int = ROW_BUDGE
     """The KV lengths one shape is recorded at: the official one on a GPU; on a CPU at most `budget` rows."""
     longest = kv if on_gpu else min(kv, max(2, budget // max(batch, 1)))  # two lengths at least: a line needs two
     return [longest] if longest >= kv else [min(longest - 1, max(1, longest * 3 // 4)), longest]
+
+
+def plan_budget(path: mi355x_path.PathPlan, budget: int) -> int:
+    """The KV rows a recorded call uses for this file: fewer where its plan gives its kernels."""
+    return min(budget, PLAN_ROW_BUDGET) if path.worked_out() else budget
 
 
 def row_budget() -> int:
@@ -209,6 +217,7 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
     path = mi355x_path.read(held.submission.path, platform.arch == "gfx950" or hip, lambda: _rocm_plan(held, sizes))
     kernels.prefetch(launch.kernel for batch, kv in sizes for launch in path.launches([], batch, kv))
     kernels.executed = _executed_counts(held, path, progress, shelf.get("emulate"))
+    budget = plan_budget(path, budget)
     risks: set = set()
     for shape, (lengths, recorded, emulated, replayed, failure) in zip(
             shapes, _record_each(held, shapes, hip, budget, progress, shelf.get("record"))):
