@@ -1,6 +1,7 @@
 """Issue 40: a HIP file is priced from its kernels emulated on gfx950 (hip_launches.py), on the path it takes
 on MI355X; and the shared recordings (recordings.py) keep a call's reply safely on disk."""
 import json
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -11,6 +12,7 @@ from harness.estimate import hip_launches, kernel_model, recordings, runner
 from harness.estimate import model as cost
 from harness.estimate import fit
 
+REPO = Path(__file__).resolve().parent.parent
 SMALL = {"batchsize": 4, "qseqlen": 1, "kvseqlen": 1024, "seed": 4217}
 
 
@@ -43,6 +45,9 @@ def test_the_requests_two_calls_are_halved_and_an_uneven_kernel_is_named():
     assert one["split_kernel"]["counts"]["waves_per_workgroup"] == 4 and uneven == []
     _, uneven = hip_launches.one_call({"k": {"launches": 3, "counts": {"workgroups": 3}}})
     assert uneven == ["k"]
+    # the recorded call ran only its traced workgroups: the counts are the checked call's alone
+    checked_only, _ = hip_launches.one_call({"k": {"launches": 2, "counted": 1, "counts": {"workgroups": 8}}})
+    assert checked_only["k"]["counts"]["workgroups"] == 8 and checked_only["k"]["launches"] == 1
 
 
 def test_hip_kernels_are_fitted_per_kv_tile_and_priced_by_the_kernel_model():
@@ -100,3 +105,19 @@ def test_estimate_120_on_the_cpu_prices_its_gfx950_kernels_per_shape():
     text = " ".join(console.export_text().split())
     assert "recorded on gfx950 emulated" in text and "mla_fp8_mfma_kernel" in text and "4×1024" in text
     assert text.count(kernel_model.TIMELINE) == 1 and "latency-bound at kv 1024" in text  # traced, timed
+    # the recorded call ran only the traced workgroups of each launch (the checked call ran them all)
+    traces = [t for p in hip for _, launched in p.launch.fit.traced for t in launched]
+    assert traces and all(t.only_traced for t in traces)
+
+
+@pytest.mark.slow
+def test_a_recorded_call_whose_traced_workgroups_wait_on_others_runs_again_whole():
+    sample = REPO / "tests" / "samples" / "hip_emulated" / "waits_on_another_workgroup.py"
+    result = runner.run(subs.resolve(str(sample)), platforms.detect("cpu"), specs=[dict(SMALL, kvseqlen=64)])
+    if platforms.emulator_missing():
+        assert result.status == "skip" and "clang-22" in result.refusal
+        return
+    assert result.status == "pass", result.refusal
+    [waits] = [p for p in result.shapes[0].estimate.priced if p.launch.kind == "hip"]
+    traces = [t for _, launched in waits.launch.fit.traced for t in launched]
+    assert waits.launch.kernel == "wait_for_second" and traces and not any(t.only_traced for t in traces)

@@ -35,7 +35,7 @@ _EXPLICIT = {"by_value", "global_buffer", "dynamic_shared_pointer",
              "image", "pipe", "queue", "sampler"}
 
 _state = {"library": None, "hook": None, "fault": None, "runner": None,
-          "tracing": False}
+          "tracing": False, "only_traced": False}
 _codes: dict = {}  # bundle address -> CodeObject
 _launches: list = []  # one dict per launch since the last summary
 _call_regions: list = []  # (tensor, name) a caller hands its launches beyond the tracked blocks
@@ -139,14 +139,17 @@ def _counts(counts) -> dict:
 
 
 @contextlib.contextmanager
-def tracing():
+def tracing(only_traced: bool = False):
     """Launches inside trace representative workgroups (run_kernel's
-    trace option): the timing model's input, kept by summary()."""
-    _state["tracing"] = True
+    trace option): the timing model's input, kept by summary().
+    only_traced: those workgroups alone run (the estimate's recorded
+    call, after a checked call ran them all); their counts are not
+    summed, their traces are kept."""
+    _state["tracing"], _state["only_traced"] = True, only_traced
     try:
         yield
     finally:
-        _state["tracing"] = False
+        _state["tracing"], _state["only_traced"] = False, False
 
 
 def trace_option() -> dict:
@@ -154,7 +157,7 @@ def trace_option() -> dict:
     if not (_state["tracing"] or os.environ.get(TRACE_ENV) == "1"):
         return {}
     from harness.emulator.trace import TraceRequest
-    return {"trace": TraceRequest()}
+    return {"trace": TraceRequest(only_traced=_state["only_traced"])}
 
 
 def trace_bytes(trace) -> str:
@@ -170,7 +173,21 @@ def record_launch(kernel: str, grid, block, seconds: float, counts) -> None:
               "seconds": seconds, "counts": _counts(counts)}
     if getattr(counts, "trace", None) is not None:
         launch["trace"] = trace_bytes(counts.trace)
+        launch["only_traced"] = counts.trace.only_traced
     _launches.append(launch)
+
+
+def launches_so_far() -> int:
+    return len(_launches)
+
+
+def forget_since(mark: int) -> None:
+    """The launches after `mark` dropped, and the runtime's last error
+    read (it is sticky, as HIP's): a recorded call run again."""
+    del _launches[mark:]
+    take_fault()
+    if _state["library"] is not None:
+        _state["library"].hipGetLastError()
 
 
 def keep_fault(error: BaseException) -> None:
@@ -245,11 +262,17 @@ def checked(function):
 
 def summary() -> dict:
     """Launches since the last summary, by kernel, with the traces of
-    the traced ones in launch order ("traces"); then forgotten."""
+    the traced ones in launch order ("traces"); then forgotten.
+    "counted": the launches whose counts are summed (not an
+    only_traced one's: its untraced workgroups did not run)."""
     kernels: dict = {}
     for launch in _launches:
+        counted = not launch.get("only_traced")
         add_launches(kernels, {launch["kernel"]: {
-            "launches": 1, "seconds": launch["seconds"], "counts": launch["counts"]}})
+            "launches": 1, "seconds": launch["seconds"],
+            "counts": launch["counts"] if counted else {}}})
+        entry = kernels[launch["kernel"]]
+        entry["counted"] = entry.get("counted", 0) + counted
         if "trace" in launch:
             kernels[launch["kernel"]].setdefault(TRACES, []).append(launch["trace"])
     _launches.clear()

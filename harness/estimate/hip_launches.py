@@ -7,7 +7,8 @@ Each shape is recorded at its own batch and one or two KV lengths of whole 32-to
 runs a few thousand KV rows a second, not the official shapes); each kernel's counts are fitted per wave as
 a fixed part per workgroup plus a part per KV tile (executed.py), its grid kept as the longer recording
 launched it, and its memory bytes extrapolated linearly in the KV length. The child's "estimate" request
-runs the call twice (checked, then recorded) on one input: the emulator's counts of the request are halved.
+runs the call twice (checked, then recorded) on one input: the counts are the checked call's, the recorded
+call running only each launch's traced workgroups (one_call: a recorded call run whole is halved in).
 
 Where the summary names a kernel's traces (TRACES: the .npz files harness/emulator/trace.py saves, one a
 launch; the child traces the recorded call's launches, recordings.py keeps them as files), the kernel is
@@ -49,14 +50,17 @@ def lengths(batch: int, kv: int, budget: int = EMULATED_ROWS) -> list[int]:
 
 
 def one_call(emulated: dict) -> tuple[dict, list]:
-    """The emulator's summary of one call (the request's two calls halved), and the kernels whose launches
-    do not halve (the two calls launched them differently)."""
+    """The emulator's summary of one call, and the kernels whose launches do not halve (the two calls
+    launched them differently). The request's two calls: the checked one's counts, and the recorded one's
+    where its launches ran whole ("counted" of them; its traced workgroups alone ran otherwise)."""
     found, uneven = {}, []
     for kernel, entry in emulated.items():
         launches = int(entry.get("launches", 0))
         if launches % 2:
             uneven.append(kernel)
-        counts = {key: value / 2 for key, value in (entry.get("counts") or {}).items()}
+        counted = int(entry.get("counted", launches))
+        share = 0.5 if counted == launches else max(1, launches // 2) / max(1, counted)
+        counts = {key: value * share for key, value in (entry.get("counts") or {}).items()}
         counts["waves_per_workgroup"] = (entry.get("counts") or {}).get("waves_per_workgroup", 0)
         traces = list(entry.get(TRACES) or [])  # the recorded (second) call's: the last half or all
         found[kernel] = {"launches": max(1, launches // 2), "counts": counts,

@@ -287,11 +287,9 @@ def _run_single_estimate(args: dict, device: str) -> dict:
     if not good:
         return {"good": False, "message": message, "recording": None, "notes": _submission_notes()}
     del output
-    with recording.recording(device) as recorded:
-        custom_kernel(data)
-    timing.synchronize(device)
+    found = recording.recorded_call(custom_kernel, data, device, timing.synchronize)
     verify_untampered()
-    return {"good": True, "message": message, "recording": recorded(), "notes": _submission_notes()}
+    return {"good": True, "message": message, "recording": found, "notes": _submission_notes()}
 
 
 def _run_single_compile(target: str, kernels: list | None = None, preferred: bool = False,

@@ -9,8 +9,8 @@ Four sources, one field each in the recording:
   - "triton": each Triton launch with its grid and the bytes of its tensor arguments.
 What runs inside the stand-in (it computes the answer with torch) or inside a Triton launch (the interpreter moves
 tensors around) is not a launch of the runner's: it is left out. On a CPU every tensor stands for a device one.
-On the gfx950 emulator the recorded call's launches are traced too (launch_hip.tracing): the reply's
-"emulated" summary carries them for the timing model.
+On the gfx950 emulator the recorded call's launches are traced too (launch_hip.tracing), and only their traced
+workgroups run (recorded_call): the reply's "emulated" summary carries the traces for the timing model.
 """
 import contextlib
 import os
@@ -179,18 +179,19 @@ def _triton_run(recorder: Recorder):
     return wrap
 
 
-def _traced_launches():
+def _traced_launches(only_traced: bool):
     """Tracing of every emulated launch in the block, where the gfx950 emulator runs them."""
     from harness.emulator import launch_hip, launch_triton
 
     if launch_hip.requested() or launch_triton.requested():
-        return launch_hip.tracing()
+        return launch_hip.tracing(only_traced)
     return contextlib.nullcontext()
 
 
 @contextlib.contextmanager
-def recording(device: str):
-    """Records everything the block launches; yields a function that returns the recording (a JSON-safe dict)."""
+def recording(device: str, only_traced: bool = False):
+    """Records everything the block launches; yields a function that returns the recording (a JSON-safe dict).
+    only_traced: on the gfx950 emulator only the traced workgroups of each launch run (launch_hip.tracing)."""
     import torch
 
     recorder = Recorder(device)
@@ -203,5 +204,30 @@ def recording(device: str):
             for owner in (jit.JITFunction, interpreter.InterpretedFunction):
                 stack.enter_context(_patched(owner, "run", _triton_run(recorder)))
         stack.enter_context(_dispatch_mode(recorder))
-        stack.enter_context(_traced_launches())
+        stack.enter_context(_traced_launches(only_traced))
         yield lambda: recorder.result(calls)
+
+
+def recorded_call(custom_kernel, data, device: str, synchronize) -> dict:
+    """The estimate's recorded call (after its checked one). On the gfx950 emulator only each launch's
+    traced workgroups run: the checked call ran them all, and the timing model reads only traces. A stop
+    there (a workgroup waiting on one that did not run, an index another did not write) runs it again whole."""
+    from harness.emulator import launch_hip, launch_triton
+    from harness.emulator.errors import EmulationFault
+
+    emulated = launch_hip.requested() or launch_triton.requested()
+    mark = launch_hip.launches_so_far()
+    try:
+        with recording(device, only_traced=emulated) as recorded:
+            custom_kernel(data)
+        synchronize(device)
+        return recorded()
+    except EmulationFault:
+        if not emulated:
+            raise
+        launch_hip.forget_since(mark)
+    with recording(device) as recorded:
+        custom_kernel(data)
+    synchronize(device)
+    return recorded()
+
