@@ -274,7 +274,7 @@ def summary() -> dict:
         entry = kernels[launch["kernel"]]
         entry["counted"] = entry.get("counted", 0) + counted
         if "trace" in launch:
-            kernels[launch["kernel"]].setdefault(TRACES, []).append(launch["trace"])
+            entry.setdefault(TRACES, []).append(launch["trace"])
     _launches.clear()
     return kernels
 

@@ -60,6 +60,11 @@ class Progress:
                 f"({rate:,.0f}/s, {self.path})")
 
     def say(self, line: str) -> None:
-        print(line, file=self.stream, flush=True)
-        if _relay is not None:
-            _relay(line)
+        say(line, self.stream)
+
+
+def say(line: str, stream=None) -> None:
+    """One line on stderr (the worker's log) and to whoever relay_to names (the user's terminal)."""
+    print(line, file=stream or sys.stderr, flush=True)
+    if _relay is not None:
+        _relay(line)

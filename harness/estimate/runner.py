@@ -248,6 +248,8 @@ def _record_each(held: session.Guarded, shapes: list, hip: bool, budget: int, pr
         purpose = "estimate" + (f"-{slot + 1}" if slot else "")
         worker = held.start_emulated_worker(purpose) if hip else _recording_worker(held, purpose)
         recording_workers.share_cores(worker.env, count)
+        if progress:  # the emulator's lines (a long launch, a kernel without its C fast path), as harness run
+            worker.on_progress = lambda line: progress(None, None, line)
         return worker
 
     def record(worker: Worker, index: int) -> tuple:

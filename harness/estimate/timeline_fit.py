@@ -8,7 +8,8 @@ the host syncs at the figures file's host_sync_us (sourced, not fitted); the lau
 gfx950_timeline.price_launch of the stage-1 kernel's trace (aiter_traces.py). Fitted: FREE_FIGURES
 (achieved HBM bandwidth, memory latency, clock under load, launch gap), by least squares on relative
 error inside BOUNDS. A shape on the torch GEMM path has no stage-1 launch: it is priced by today's
-fitted GEMM curve (model.py), refitted without its file, and marked so. Everything here is an estimate of MI355X time, a model.
+fitted GEMM curve (model.py), refitted without its file, and marked so. Everything here is an
+estimate of MI355X time, a model.
 """
 from __future__ import annotations
 

@@ -20,3 +20,22 @@ def test_builders_racing_in_one_folder_each_get_the_library(tmp_path, monkeypatc
     assert set(built) == {tmp_path / "tiny.so"}
     assert ctypes.CDLL(str(built[0])).answer() == 42
     assert [p.name for p in tmp_path.iterdir()] == ["tiny.so"]  # no partial left behind
+
+
+def test_a_kernel_without_its_fast_path_says_so_to_the_terminal(monkeypatch):
+    from types import SimpleNamespace
+
+    from harness.emulator import progress
+
+    def no_compiler(*args):
+        raise OSError("clang-22 is not installed")
+    monkeypatch.setattr(program, "NativeProgram", no_compiler)
+    monkeypatch.setenv(program.ENV, "1")
+    relayed = []
+    progress.relay_to(relayed.append)  # the child's pipe to the parent's terminal
+    try:
+        assert program.native_program(SimpleNamespace(program=None, blob=b""), 0) is None
+    finally:
+        progress.relay_to(None)
+    assert len(relayed) == 1 and "no C fast path (clang-22 is not installed" in relayed[0]
+    assert "numpy executors run this kernel" in relayed[0]

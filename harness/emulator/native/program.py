@@ -8,11 +8,10 @@ import ctypes
 import hashlib
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from .. import sopp
+from .. import progress, sopp
 from ..errors import NotEmulated
 from ..executor import split_mnemonic
 from ..valu import base_name
@@ -269,6 +268,6 @@ def native_program(code, entry: int | None = None):
             kept[entry] = None
             detail = getattr(error, "stderr", b"") or b""
             code.__dict__["_native_error"] = (str(error) + " " + detail.decode(errors="replace")[-300:])[:600]
-            print(f"gfx950 emulator: no C fast path ({code.__dict__['_native_error']}); the numpy executors "
-                  "run this kernel, many times slower", file=sys.stderr, flush=True)
+            progress.say(f"gfx950 emulator: no C fast path ({code.__dict__['_native_error']}); the numpy "
+                         "executors run this kernel, many times slower")
     return kept[entry]

@@ -128,5 +128,6 @@ def run_wave(launch, w, budget: int, traced: bool = False) -> int:
             if sleeping:  # s_sleep ends the wave's turn, as on the numpy path
                 break
     finally:
-        state.steps = state.step_lanes = state.lines = None
+        if traced:  # the buffers are the launch's, lent to one wave at a time
+            state.steps = state.step_lanes = state.lines = None
     return n
