@@ -1,8 +1,8 @@
 """The fit of the cost model to the calibration figures, and its leave-one-file-out test.
 
-Known costs (the Python call, aiter helper kernels, small torch launches, allocations: fixed figures from the
-facts) are taken off each benchmark-mode figure; what is left is fitted, by least squares on relative error,
-as one host-sync cost shared by every row, per asm variant a fixed cost, a cost per workgroup per CU and a
+Known costs (the Python call, host syncs at their sourced price, and as priors the aiter helper kernels,
+small torch launches and allocations: fixed figures from the facts) are taken off each benchmark-mode figure; what is left is fitted, by least squares on relative error,
+per asm variant a fixed cost, a cost per workgroup per CU and a
 cost per 1,000 serial KV tokens, and for the torch GEMM path a launch and a cost per GB. A coefficient the
 data would make negative is held at zero. The leave-one-file-out drops every figure of one timed file
 (benchmark and ranked rows alike), refits and predicts that file; the band every estimate prints is the
@@ -36,7 +36,7 @@ def _effect_factor(launch, cal: calib.Calibration) -> float:
 
 def _split(launches: list, cal: calib.Calibration) -> tuple:
     """(known us, fit columns) of one figure. Known: the Python call, the bytes of torch and Triton launches, and
-    whatever has no column. Columns: asm kernels, GEMMs and syncs as before, and the fixed costs that have a prior
+    whatever has no column. Columns: asm kernels and GEMMs as before, and the fixed costs that have a prior
     in the facts (a small torch launch, an allocation, each aiter helper's first launch), which the fit updates."""
     probe = Model(calibration=cal, coefficients={}, fitted=frozenset())
     known, found = 0.0, {}
@@ -52,8 +52,6 @@ def _split(launches: list, cal: calib.Calibration) -> tuple:
         elif launch.kind == "gemm":
             for key, value in gemm_features(launch).items():
                 add(key, value * (factor if key == "gemm:launch" else 1.0))
-        elif launch.kind == "sync":
-            add("sync", float(launch.count))
         elif launch.kind == "alloc":
             add("alloc", float(launch.count))
         elif launch.kind == "aiter" and launch.name in cal.aiter_kernel_us:
@@ -97,9 +95,6 @@ def fit(cal: calib.Calibration, skip_files: frozenset = frozenset()) -> Model:
     split = [_split(launches, cal) for _, _, _, launches in found]
     rows = [columns for _, columns in split]
     columns = sorted({key for row in rows for key in row})
-    # without a sync-free figure (or without a synced one) the sync cost merges with the fixed costs
-    if "sync" in columns and len({row.get("sync", 0.0) for row in rows}) == 1:
-        columns.remove("sync")
     ranges = _per_cu_ranges(found)
     for variant, (low, high) in ranges.items():
         if high - low < 1e-9 and f"{variant}:per_cu" in columns:  # one value: it merges with the fixed cost
@@ -170,8 +165,6 @@ def _note(model: Model, launches: list) -> str:
     gemm = any(l.kind == "gemm" for l in launches) and not model.gemm_calibrated()
     parts = [f"the only figures of {v}: bounded by the other variants" for v in missing]
     parts += ["the only GEMM-path figures: bytes and a launch from the facts"] * gemm
-    if not model.sync_identified and any(l.kind == "sync" for l in launches):
-        parts.append("the sync cost is not identified without them")
     return "; ".join(parts)
 
 

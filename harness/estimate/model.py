@@ -5,7 +5,8 @@ code object traced at the shape, aiter_launches.py, with the curve below as its 
 per variant: a fixed cost, a cost per workgroup per CU - the batch and split count - and a cost per 1,000 KV
 tokens the busiest CU reads in turn, prices calibration rows and what cannot be traced), each torch GEMM
 (a launch and a cost per GB, fitted to the public GEMM-path figures), each aiter helper kernel and small torch
-launch (fixed costs from the facts), each allocation, and each host sync (fitted). Nothing is invented: a
+launch (fixed costs from the facts), each allocation, and each host sync (sourced: data/gfx950_figures.json's
+host_sync_us). Nothing is invented: a
 variant with no calibration figure is bounded by the calibrated variants at the same schedule, torch.compile
 and TunableOp scale the GEMM path by their one public pair each (band: no effect to that effect), and bytes of
 other torch ops and of Triton kernels are priced between the 8 TB/s peak and the slowest effective bandwidth
@@ -20,6 +21,15 @@ from dataclasses import dataclass, field, replace
 from harness.estimate import executed, kernel_model
 from harness.estimate.calibration import Calibration, Launch
 from harness.estimate.kernel_model import UNCALIBRATED
+
+SYNC_SOURCE = "KS-SYNC, data/gfx950_figures.json"
+
+
+def host_sync_us() -> float:
+    """What one host sync in the call costs on MI355X: a sourced figure, not fitted (one public file syncs)."""
+    from harness.estimate.gfx950_timeline import load_figures
+    return load_figures()["host_sync_us"]
+
 
 ASM_TERMS = ("fixed", "per_cu", "per_ktoken")  # what an asm variant's price is made of
 GEMM_TERMS = ("gemm:launch", "gemm:per_gb")
@@ -39,7 +49,7 @@ def gemm_features(launch: Launch) -> dict:
 @dataclass(frozen=True)
 class Model:
     calibration: Calibration
-    coefficients: dict             # column ("a8w8_ps:fixed", "gemm:launch", "sync") -> us per unit
+    coefficients: dict             # column ("a8w8_ps:fixed", "gemm:launch") -> us per unit
     fitted: frozenset              # the columns some figure constrained (a variant is calibrated when its fixed is)
     points: dict = field(default_factory=dict)  # variant key or "gemm" -> figures that used it
     ranges: dict = field(default_factory=dict)  # variant key -> (fewest, most) workgroups per CU of its figures
@@ -48,11 +58,7 @@ class Model:
 
     @property
     def sync_us(self) -> float:
-        return self.coefficients.get("sync", 0.0)
-
-    @property
-    def sync_identified(self) -> bool:
-        return "sync" in self.fitted
+        return host_sync_us()
 
     def fixed_us(self, column: str) -> float:
         """A fixed cost the fit may have updated from the facts' value (its prior): "torch:launch", "alloc",
@@ -207,8 +213,7 @@ def price(launch: Launch, model: Model, kernels=None, shape: tuple | None = None
         return Priced(launch, us, us, us, _fixed_basis(model, "alloc"), True)
     if launch.kind == "sync":
         us = model.sync_us * n
-        basis = "fitted" if model.sync_identified else "fitted (sync not identified in this fit)"
-        return Priced(launch, us, us, us, basis, True)
+        return Priced(launch, us, us, us, f"sourced ({SYNC_SOURCE})", True)
     if launch.kind == "asm":
         return _asm_timed(launch, model, shape)
     if launch.kind == "gemm":

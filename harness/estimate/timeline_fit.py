@@ -24,7 +24,7 @@ from harness.estimate import fit as curves
 from harness.estimate.fit import LeftOut
 from harness.estimate.gfx950_timeline import (FREE_FIGURES, compute_cycles, launch_bytes, load_figures, price_launch,
                                               rounds, start_values)
-from harness.estimate.model import Model, estimate_shape, price
+from harness.estimate.model import Model, estimate_shape, host_sync_us, price
 
 # (low, high, start when the figures file gives none): each a range a fit may not leave
 BOUNDS = {
@@ -33,7 +33,7 @@ BOUNDS = {
     "clock_hz": (1.2e9, 2.4e9),                # up to the 2.4 GHz peak clock
     "launch_gap_us": (0.5, 10.0),
 }
-SYNC_US = load_figures()["host_sync_us"]  # sourced (KS-SYNC), not fitted: one file syncs
+SYNC_US = host_sync_us()  # sourced (KS-SYNC), not fitted: one file syncs
 GEMM_NOTE = "GEMM path: today's fitted GEMM curve"
 STEP = 1e-3  # finite-difference step, relative, in the fit's coordinates
 
