@@ -1,5 +1,6 @@
 """harness estimate: the MI355X cost model's data file, fit and leave-one-out, the recorder, CPU scaling, the
 refusals, the samples' estimates, and where estimates show (record, scoreboard, diff --estimate)."""
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -114,6 +115,20 @@ def test_a_hip_submission_without_the_emulator_is_refused_before_anything_runs(m
     found = _estimate("hip_inline.py", [SMALL])
     assert found.status == "skip" and "HIP" in found.refusal and not any(s.recorded_kv for s in found.shapes)
     assert "no clang++-22 on PATH" in found.refusal and "clang-22 and lld-22" in found.refusal
+
+
+def test_shapes_whose_recorded_calls_are_the_same_are_recorded_once_and_priced_each_at_its_length():
+    said = []
+    one, two = dict(SMALL, kvseqlen=256, seed=1), dict(SMALL, kvseqlen=512, seed=2)  # capped to kv 12 and 16
+    found = runner.run(subs.resolve(str(ESTIMATE_SAMPLES / "estimate_nonpersistent_a16w16.py")),
+                       platforms.detect("cpu"), specs=[one, two], budget=64,
+                       progress=lambda done, total, label: said.append((total, label)))
+    assert found.status == "pass" and [s.recorded_kv for s in found.shapes] == [[12, 16], [12, 16]]
+    recording = [(total, label) for total, label in said if total is not None and label.startswith("recording")]
+    assert recording and all(total == 1 for total, _ in recording)  # one recording for the two shapes
+    assert any("the same calls" in label for _, label in recording)
+    assert _us(found, 1) > _us(found, 0)  # the same recordings, extrapolated to each shape's own KV length
+    assert [s.note for s in found.shapes] == [f"recorded at kv 12 and 16, extrapolated to {kv}" for kv in (256, 512)]
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +260,8 @@ def test_the_estimate_command_prints_the_estimate_and_records_it(monkeypatch, re
     text = " ".join(result.output.split())
     assert "MI355X estimate, geomean" in text and "not a measurement" in text and "benchmark mode" in text
     assert "ranked mode" in text and "breakdown" in text and "custom_kernel call" in text
-    assert "recording 4×1024 (0/8 done)" in result.output  # piped: a line per shape as it is recorded
+    # piped: a line per recording as it starts; at 256 rows each batch's 1k and 8k make the same calls
+    assert re.search(r"recording (\d+)×1024 \(and \1×8192: the same calls\).*\(0/4 done\)", result.output)
     saved = records.load(results_dir / "ledger.jsonl")
     assert [r["mode"] for r in saved] == ["estimate"] and len(saved[0]["estimate"]["shapes"]) == 8
     assert all(case["stats"] is None for case in saved[0]["results"])

@@ -42,8 +42,9 @@ DEVICE_NAME = "MI355X estimate (model)"
 ROW_BUDGET_ENV = "HARNESS_ESTIMATE_ROWS"
 ROW_BUDGET = 131072
 # A file whose MI355X kernels are worked out from its plan (mi355x_path) takes them at the official shape;
-# its recording only counts the rest (torch ops, allocations), linear in KV: fewer rows give the same price.
-PLAN_ROW_BUDGET = 16384
+# its recording only counts the rest (torch ops, allocations), linear in KV: fewer rows give the same price
+# (201: the same price at 4,096, 8,192 and 16,384 rows, recorded in 44, 49 and 69 s cold on 2 cores).
+PLAN_ROW_BUDGET = 8192  # at batch 256, 32 rows a sequence: one whole 32-row tile
 CALL_LIMIT_S = 600.0
 AITER_IN_TORCH = "torch"  # harness/aiter_gfx950/routing.py's mode for the recording worker
 
@@ -219,11 +220,12 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
     kernels.executed = _executed_counts(held, path, progress, shelf.get("emulate"))
     budget = plan_budget(path, budget)
     risks: set = set()
-    for shape, (lengths, recorded, emulated, replayed, failure) in zip(
-            shapes, _record_each(held, shapes, hip, budget, progress, shelf.get("record"))):
+    found = _record_each(held, shapes, hip, budget, progress, shelf.get("record"))
+    failed = next(((shape, item[-1]) for shape, item in zip(shapes, found) if item and item[-1]), None)
+    if failed:  # the first in shape order of those that ran (after a failure no other starts)
+        return f"{_label(failed[0])}: {failed[1]}", "fail", [], []
+    for shape, (lengths, recorded, emulated, replayed, _) in zip(shapes, found):
         batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
-        if failure:
-            return f"{batch}×{kv}: {failure}", "fail", [], []
         one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
                                              lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
         shape.recorded_kv = lengths
@@ -236,13 +238,28 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
     return "", "pass", path.warnings(platform.describe()), sorted(risks)
 
 
+def _label(shape: ShapeRun) -> str:
+    return f"{int(shape.spec['batchsize'])}×{int(shape.spec['kvseqlen'])}"
+
+
 def _record_each(held: session.Guarded, shapes: list, hip: bool, budget: int, progress,
                  kept: shared.Recordings | None) -> list:
     """Each shape's (KV lengths, recordings, emulated summaries, calls replayed, failure), in shape order,
-    recorded by estimate/workers.py's workers at once; the shapes after a failure come back as not run."""
+    recorded by estimate/workers.py's workers at once (several: the costliest first); None for a shape not
+    run after a failure. Shapes recorded at the same batch and KV lengths (on a CPU, 1k and 8k alike
+    once the row budget caps them) make the same calls: they are recorded once, with the first's seed."""
     platform = held.platform
-    labels = [f"{int(s.spec['batchsize'])}×{int(s.spec['kvseqlen'])}" for s in shapes]
-    count = recording_workers.how_many(len(shapes), platform.is_gpu and not hip)
+
+    def lengths_of(shape: ShapeRun) -> tuple:
+        batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
+        return tuple(hip_launches.lengths(batch, kv, min(budget, hip_launches.EMULATED_ROWS)) if hip
+                     else recording_lengths(batch, kv, platform.is_gpu, budget))
+
+    keys = [(int(shape.spec["batchsize"]), lengths_of(shape)) for shape in shapes]
+    count = recording_workers.how_many(len(set(keys)), platform.is_gpu and not hip)
+    groups = recording_workers.same_calls(keys, count)
+    labels = [_label(shapes[group[0]]) + (f" (and {', '.join(_label(shapes[k]) for k in group[1:])}: "
+                                          "the same calls)" if len(group) > 1 else "") for group in groups]
 
     def start(slot: int) -> Worker:
         purpose = "estimate" + (f"-{slot + 1}" if slot else "")
@@ -253,19 +270,19 @@ def _record_each(held: session.Guarded, shapes: list, hip: bool, budget: int, pr
         return worker
 
     def record(worker: Worker, index: int) -> tuple:
-        batch, kv = int(shapes[index].spec["batchsize"]), int(shapes[index].spec["kvseqlen"])
-        lengths = (hip_launches.lengths(batch, kv, min(budget, hip_launches.EMULATED_ROWS)) if hip
-                   else recording_lengths(batch, kv, platform.is_gpu, budget))
-        return (lengths, *_record_shape(worker, shapes[index].spec, lengths, "cpu" if hip else platform.torch_device,
-                                        kept))
+        first = groups[index][0]
+        lengths, device = list(keys[first][1]), "cpu" if hip else platform.torch_device
+        return (lengths, *_record_shape(worker, shapes[first].spec, lengths, device, kept))
 
     def say(done: int, total: int, label: str) -> None:
         if progress:
             progress(done, total, f"recording {label}")
 
-    found = recording_workers.each_shape(labels, count, start, record, say)
-    not_run = ([], [], [], 0, "not recorded: an earlier shape failed")
-    return [item if item is not None else not_run for item in found]
+    found: list = [None] * len(shapes)
+    for group, item in zip(groups, recording_workers.each_shape(labels, count, start, record, say)):
+        for k in group:
+            found[k] = item
+    return found
 
 
 def _recording_worker(held: session.Guarded, purpose: str = "estimate") -> Worker:

@@ -29,6 +29,19 @@ def share_cores(env: dict, workers: int) -> None:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
 
 
+def same_calls(keys: list, workers: int) -> list[list[int]]:
+    """The shapes (by index) grouped by the calls they make: keys (batch, KV lengths recorded) that
+    are equal make the same calls, recorded once. With several workers the costliest group (batch x
+    rows) comes first, so that no worker is left alone with it at the end; else shape order."""
+    groups: dict = {}
+    for index, key in enumerate(keys):
+        groups.setdefault(key, []).append(index)
+    order = list(groups)
+    if workers > 1:
+        order.sort(key=lambda key: -key[0] * sum(key[1]))
+    return [groups[key] for key in order]
+
+
 def each_shape(labels: list, workers: int, start_worker, record, progress=None) -> list:
     """[record(worker, index) for each shape], `workers` at a time. start_worker(slot) makes a
     worker (a context manager); record returns a tuple whose last item is a failure ("" if none);

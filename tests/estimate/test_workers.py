@@ -109,3 +109,11 @@ def test_each_worker_gets_its_share_of_the_cores(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's setting stands
     workers.share_cores(alone, 4)
     assert alone == {}
+
+
+def test_shapes_that_make_the_same_calls_are_recorded_once_the_costliest_first():
+    keys = [(4, (1024,)), (4, (512, 1024)), (32, (64, 128)), (32, (64, 128)), (256, (32, 64)), (256, (32, 64))]
+    # 256 x 96 rows, then 4 x 1536 and 32 x 192 (a tie: shape order), then 4 x 1024
+    assert workers.same_calls(keys, 2) == [[4, 5], [1], [2, 3], [0]]
+    assert workers.same_calls(keys, 1) == [[0], [1], [2, 3], [4, 5]]  # one worker: shape order
+    assert workers.same_calls([(4, (8,)), (4, (16,))], 2) == [[1], [0]]  # a length apart: calls apart
