@@ -121,3 +121,38 @@ def test_a_recorded_call_whose_traced_workgroups_wait_on_others_runs_again_whole
     [waits] = [p for p in result.shapes[0].estimate.priced if p.launch.kind == "hip"]
     traces = [t for _, launched in waits.launch.fit.traced for t in launched]
     assert waits.launch.kernel == "wait_for_second" and traces and not any(t.only_traced for t in traces)
+
+
+@pytest.mark.slow
+def test_a_shape_checked_shorter_is_priced_from_its_launches_traced_at_its_own_length():
+    # 120 splits a 256-row sequence in 4 and merges them; a 64-row one (its checked length here) not at all
+    spec = {"batchsize": 1, "qseqlen": 1, "kvseqlen": 256, "seed": 4217}
+    result = runner.run(subs.resolve("120"), platforms.detect("cpu"), specs=[spec], budget=64)
+    if platforms.emulator_missing():
+        assert result.status == "skip" and "clang-22" in result.refusal
+        return
+    assert result.status == "pass", result.refusal
+    shape = result.shapes[0]
+    hip = {p.launch.kernel: p for p in shape.estimate.priced if p.launch.kind == "hip"}
+    assert shape.recorded_kv == [64] and set(hip) == {"mla_fp8_mfma_kernel", "mla_merge_splits_kernel"}
+    assert hip["mla_fp8_mfma_kernel"].launch.programs == 4  # (split, sequence) blocks at kv 256 itself
+    assert all("traced at kv 256 itself, its traced workgroups alone (checked at kv 64)" in p.figures
+               for p in hip.values())
+    traces = [t for p in hip.values() for _, launched in p.launch.fit.traced for t in launched]
+    assert traces and all(t.only_traced and t.workgroups for t in traces)
+
+
+@pytest.mark.slow
+def test_a_traced_call_that_fails_at_the_shape_leaves_the_shorter_calls_to_price_it_and_says_why():
+    # the file reads what every workgroup wrote: with the traced ones alone it raises, and the call is no trace
+    sample = REPO / "tests" / "samples" / "hip_emulated" / "waits_on_another_workgroup.py"
+    result = runner.run(subs.resolve(str(sample)), platforms.detect("cpu"), specs=[dict(SMALL, kvseqlen=128)],
+                        budget=256)
+    if platforms.emulator_missing():
+        assert result.status == "skip" and "clang-22" in result.refusal
+        return
+    assert result.status == "pass", result.refusal
+    [waits] = [p for p in result.shapes[0].estimate.priced if p.launch.kind == "hip"]
+    assert result.shapes[0].recorded_kv == [64] and waits.launch.fit.traced[0][0] == 64
+    assert "scaled in proportion to kv 128" in waits.figures  # (the kv 64 call may be another test's, replayed)
+    assert "not traced at kv 128 itself: RuntimeError: workgroups that saw the flag" in waits.figures

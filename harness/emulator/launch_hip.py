@@ -35,7 +35,7 @@ _EXPLICIT = {"by_value", "global_buffer", "dynamic_shared_pointer",
              "image", "pipe", "queue", "sampler"}
 
 _state = {"library": None, "hook": None, "fault": None, "runner": None,
-          "tracing": False, "only_traced": False}
+          "tracing": False, "only_traced": False, "workgroups": "representative"}
 _codes: dict = {}  # bundle address -> CodeObject
 _launches: list = []  # one dict per launch since the last summary
 _call_regions: list = []  # (tensor, name) a caller hands its launches beyond the tracked blocks
@@ -139,17 +139,20 @@ def _counts(counts) -> dict:
 
 
 @contextlib.contextmanager
-def tracing(only_traced: bool = False):
-    """Launches inside trace representative workgroups (run_kernel's
-    trace option): the timing model's input, kept by summary().
+def tracing(only_traced: bool = False, workgroups="representative"):
+    """Launches inside trace `workgroups` (run_kernel's trace option,
+    TraceRequest's): the timing model's input, kept by summary().
     only_traced: those workgroups alone run (the estimate's recorded
-    call, after a checked call ran them all); their counts are not
-    summed, their traces are kept."""
+    call, after a checked call ran them all; with workgroups=[] none
+    does: a warm-up call); their counts are not summed, their traces
+    are kept."""
     _state["tracing"], _state["only_traced"] = True, only_traced
+    _state["workgroups"] = workgroups
     try:
         yield
     finally:
         _state["tracing"], _state["only_traced"] = False, False
+        _state["workgroups"] = "representative"
 
 
 def trace_option() -> dict:
@@ -157,7 +160,7 @@ def trace_option() -> dict:
     if not (_state["tracing"] or os.environ.get(TRACE_ENV) == "1"):
         return {}
     from harness.emulator.trace import TraceRequest
-    return {"trace": TraceRequest(only_traced=_state["only_traced"])}
+    return {"trace": TraceRequest(_state["workgroups"], only_traced=_state["only_traced"])}
 
 
 def trace_bytes(trace) -> str:

@@ -3,10 +3,10 @@
 path it takes on MI355X), each kernel's executed counts per wave priced as Triton's are (kernel_model.py,
 uncalibrated).
 
-Each shape is recorded at its own batch and one or two KV lengths of whole 32-token tiles (the emulator
-runs a few thousand KV rows a second, not the official shapes); each kernel's counts are fitted per wave as
-a fixed part per workgroup plus a part per KV tile (executed.py), its grid kept as the longer recording
-launched it, and its memory bytes extrapolated linearly in the KV length. The child's "estimate" request
+Each shape is checked at its own batch and a KV length of whole 32-token tiles (the emulator runs a few
+thousand KV rows a second, not the official shapes); given two lengths, each kernel's counts are fitted per
+wave as a fixed part per workgroup plus a part per KV tile (executed.py), its grid kept as the longer
+recording launched it, and its memory bytes extrapolated linearly in the KV length. The child's "estimate" request
 runs the call twice (checked, then recorded) on one input: the counts are the checked call's, the recorded
 call running only each launch's traced workgroups (one_call: a recorded call run whole is halved in).
 
@@ -15,6 +15,11 @@ launch; the child traces the recorded call's launches, recordings.py keeps them 
 priced by the gfx950 timing model (gfx950_timeline.py) instead: its launches' timelines at each recorded
 length, extrapolated linearly in the KV length to the shape's. A kernel without them keeps the counts'
 price, and its row says why.
+
+A shape checked shorter than itself is traced at the shape too (the child's "trace" request: two calls,
+each launch's traced workgroups alone, unchecked): a file picks its launches and grids by the KV length
+(120 splits a long sequence, not a short one), so those traces, not the shorter ones extrapolated, price
+the shape (at_shape). Where that call stopped, the shorter ones do, and the row says why.
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ class TracedFit(executed.ExecutedFit):
     """A kernel's executed counts, and the traces of its launches the timing model prices."""
     traced: tuple = ()   # ((kv length, (LaunchTrace of each launch of one call, ...)), ...), shortest first
     kv: int = 0          # the KV length of the shape it prices
+    note: str = ""       # how its traces were taken, where the price's words should say
 
 
 def lengths(batch: int, kv: int, budget: int = EMULATED_ROWS) -> list[int]:
@@ -81,10 +87,16 @@ def memory_bytes(counts: dict) -> float:
     return float(sum(v for k, v in counts.items() if k.startswith("bytes.") and k not in NOT_MEMORY))
 
 
-def launches(calls: list, batch: int, kv: int, replayed: int = 0) -> tuple[list, str]:
+def launches(calls: list, batch: int, kv: int, replayed: int = 0, at_shape: tuple | None = None) -> tuple[list, str]:
     """([Launch per HIP kernel], "") from [(kv length, one call's summary)] (shortest first), or ([], why):
     why names a call that launched no HIP kernel (the file took another path than its MI355X one).
-    replayed: how many of the calls the shared recordings answered (their traces kept there)."""
+    replayed: how many of the calls the shared recordings answered (their traces kept there).
+    at_shape: (the "trace" request's summary or None, why not, replayed) where the calls were shorter."""
+    summary, why_not, cached = at_shape or (None, "", False)
+    if summary:
+        found, why_not = traced_at_shape(summary, calls, kv, cached)
+        if found:
+            return found, ""
     for length, summary in calls:
         if not summary:
             return [], (f"its HIP kernels did not run at kv {length} on the gfx950 emulator (the file took "
@@ -102,6 +114,8 @@ def launches(calls: list, batch: int, kv: int, replayed: int = 0) -> tuple[list,
         nbytes = _extrapolated(calls, kernel, kv)
         fit, why = _fit(kernel, entry, programs, fits)
         fit, why = _traced(kernel, calls, kv, fit, why, replayed)
+        if why_not and isinstance(fit, TracedFit):
+            fit = dataclasses.replace(fit, note=f"not traced at kv {kv} itself: {why_not}")
         found.append(Launch("hip", f"{kernel} ({programs} workgroups) {MARK}", count=count, bytes=nbytes,
                             programs=programs, kernel=kernel, fit=fit, unpriced=why))
     return found, ""
@@ -148,3 +162,24 @@ def _traced(kernel: str, calls: list, kv: int, fit, why: str, replayed: int = 0)
     base = fit or executed.ExecutedFit(kernel, "KV tile", traced[-1][1][0].resources.waves_per_workgroup,
                                        {}, {}, len(traced), 0.0)
     return TracedFit(**dict(vars(base), replayed=replayed), traced=tuple(traced), kv=kv), ""
+
+
+def traced_at_shape(summary: dict, calls: list, kv: int, replayed: bool) -> tuple[list, str]:
+    """([Launch per HIP kernel the file launched at the shape itself], "") from the "trace" request's
+    summary, each priced from its traces there; or ([], why) where a kernel has no trace of each launch."""
+    from harness.estimate.gfx950_timeline import launch_bytes
+
+    checked = " and ".join(str(length) for length, _ in calls)
+    found = []
+    for symbol, entry in one_call(summary)[0].items():
+        kernel, paths = readable(symbol), entry.get(TRACES) or []
+        if not paths or len(paths) != entry["launches"] or not all(Path(p).is_file() for p in paths):
+            return [], f"{kernel}: {len(paths)} traces for {entry['launches']} launches"
+        traces = tuple(tracing.load(Path(p)) for p in paths)
+        programs = traces[0].workgroup_count
+        fit = TracedFit(kernel, "KV tile", traces[0].resources.waves_per_workgroup, {}, {}, 1, 0.0,
+                        replayed=int(replayed), traced=((kv, traces),), kv=kv,
+                        note=f"traced at kv {kv} itself, its traced workgroups alone (checked at kv {checked})")
+        found.append(Launch("hip", f"{kernel} ({programs} workgroups) {MARK}", count=entry["launches"],
+                            bytes=sum(launch_bytes(t) for t in traces), programs=programs, kernel=kernel, fit=fit))
+    return found, ""

@@ -218,6 +218,7 @@ def price_traced(fit, peak_bandwidth: float, slowest_bandwidth: float) -> Kernel
               else f", scaled in proportion to kv {fit.kv}")
     replayed = min(fit.replayed, len(fit.traced))
     said = f"; traces of {replayed} of {len(fit.traced)} calls replayed from the shared recordings" if replayed else ""
+    said += f"; {fit.note}" if getattr(fit, "note", "") else ""
     return timeline_price(fit.kernel, at, peak_bandwidth, slowest_bandwidth,
                            lambda bound: f"{bound}-bound at kv {lengths}{scaled}{said}")
 

@@ -3,7 +3,8 @@ measured of their launches, kept on disk so that `harness estimate N` run twice 
 
 One entry per call (a worker's good reply to one request), named by the sha256 of all that decides it:
 - the submission file's bytes (the HIP or Triton code objects are built from them);
-- the request: its op ("estimate" records a call, "test" gives the emulated counts), its arguments (shape
+- the request: its op ("estimate" records a call, "trace" traces a HIP file's launches at the shape itself,
+  "test" gives the emulated counts), its arguments (shape
   and seed: they fix every input tensor), the worker's kind (its device; plain, interpreted or emulated);
 - the sources and data of what the worker runs (harness/** but the parent's display, results, estimate,
   remote, checks and command line; reference.py, task.py, task.yml): the recorder, the stand-in, the
@@ -109,9 +110,10 @@ def _renamed(reply: dict, rename) -> dict:
 
 
 def untraced(op: str, reply: dict) -> list:
-    """The emulated kernels of an "estimate" reply that name no trace (a reply kept before tracing)."""
+    """The emulated kernels of an "estimate" or "trace" reply that name no trace (a reply kept before
+    tracing)."""
     emulated = reply.get("emulated") or {}
-    return sorted(k for k, entry in emulated.items() if op == "estimate" and not entry.get(TRACES))
+    return sorted(k for k, entry in emulated.items() if op in ("estimate", "trace") and not entry.get(TRACES))
 
 
 class Recordings:

@@ -46,6 +46,7 @@ ROW_BUDGET = 131072
 # (201: the same price at 4,096, 8,192 and 16,384 rows, recorded in 44, 49 and 69 s cold on 2 cores).
 PLAN_ROW_BUDGET = 8192  # at batch 256, 32 rows a sequence: one whole 32-row tile
 CALL_LIMIT_S = 600.0
+TRACE_LIMIT_S = 300.0  # a HIP file's traced call at the official shape: its input made, a few workgroups run
 AITER_IN_TORCH = "torch"  # harness/aiter_gfx950/routing.py's mode for the recording worker
 
 
@@ -220,16 +221,16 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
     kernels.executed = _executed_counts(held, path, progress, shelf.get("emulate"))
     budget = plan_budget(path, budget)
     risks: set = set()
-    found = _record_each(held, shapes, hip, budget, progress, shelf.get("record"))
+    found, at_shape = _record_each(held, shapes, hip, budget, progress, shelf.get("record"))
     failed = next(((shape, item[-1]) for shape, item in zip(shapes, found) if item and item[-1]), None)
     if failed:  # the first in shape order of those that ran (after a failure no other starts)
         return f"{_label(failed[0])}: {failed[1]}", "fail", [], []
-    for shape, (lengths, recorded, emulated, replayed, _) in zip(shapes, found):
+    for k, (shape, (lengths, recorded, emulated, replayed, _)) in enumerate(zip(shapes, found)):
         batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
         one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
                                              lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
         shape.recorded_kv = lengths
-        found, failure = _hip_launches(hip, lengths, emulated, batch, kv, replayed)
+        found, failure = _hip_launches(hip, lengths, emulated, batch, kv, replayed, at_shape.get(k))
         if failure:
             return f"{batch}×{kv}: {failure}", "fail", [], []
         priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv) + found
@@ -243,23 +244,32 @@ def _label(shape: ShapeRun) -> str:
 
 
 def _record_each(held: session.Guarded, shapes: list, hip: bool, budget: int, progress,
-                 kept: shared.Recordings | None) -> list:
-    """Each shape's (KV lengths, recordings, emulated summaries, calls replayed, failure), in shape order,
-    recorded by estimate/workers.py's workers at once (several: the costliest first); None for a shape not
-    run after a failure. Shapes recorded at the same batch and KV lengths (on a CPU, 1k and 8k alike
-    once the row budget caps them) make the same calls: they are recorded once, with the first's seed."""
+                 kept: shared.Recordings | None) -> tuple[list, dict]:
+    """([each shape's (KV lengths, recordings, emulated summaries, calls replayed, failure) in shape order,
+    None for one not run after a failure], {shape index: traced at the shape itself}), recorded by
+    estimate/workers.py's workers at once. Shapes recorded at the same batch and KV lengths (on a CPU, 1k
+    and 8k alike once the row budget caps them) make the same calls: recorded once, with the first's seed.
+    A HIP file's shapes checked shorter are also traced at the shape itself (_traced_at_shape), each a
+    task of its own; with several workers the largest traces, then the costliest recordings, go first."""
     platform = held.platform
 
     def lengths_of(shape: ShapeRun) -> tuple:
         batch, kv = int(shape.spec["batchsize"]), int(shape.spec["kvseqlen"])
-        return tuple(hip_launches.lengths(batch, kv, min(budget, hip_launches.EMULATED_ROWS)) if hip
-                     else recording_lengths(batch, kv, platform.is_gpu, budget))
+        if hip:  # checked at the longest length that fits: the traces at the shape itself price it
+            return tuple(hip_launches.lengths(batch, kv, min(budget, hip_launches.EMULATED_ROWS))[-1:])
+        return tuple(recording_lengths(batch, kv, platform.is_gpu, budget))
 
     keys = [(int(shape.spec["batchsize"]), lengths_of(shape)) for shape in shapes]
-    count = recording_workers.how_many(len(set(keys)), platform.is_gpu and not hip)
+    traced = [k for k, key in enumerate(keys) if hip and int(shapes[k].spec["kvseqlen"]) not in key[1]]
+    count = recording_workers.how_many(len(set(keys)) + len(traced), platform.is_gpu and not hip)
     groups = recording_workers.same_calls(keys, count)
-    labels = [_label(shapes[group[0]]) + (f" (and {', '.join(_label(shapes[k]) for k in group[1:])}: "
-                                          "the same calls)" if len(group) > 1 else "") for group in groups]
+    if count > 1:  # each makes its input at the shape itself: the largest first
+        traced.sort(key=lambda k: -keys[k][0] * int(shapes[k].spec["kvseqlen"]))
+    tasks = [("trace", k) for k in traced] + [("record", group) for group in groups]
+    labels = [f"tracing {_label(shapes[which])} at its own length" if kind == "trace" else
+              "recording " + _label(shapes[which[0]]) + (f" (and {', '.join(_label(shapes[k]) for k in which[1:])}:"
+                                                     " the same calls)" if len(which) > 1 else "")
+              for kind, which in tasks]
 
     def start(slot: int) -> Worker:
         purpose = "estimate" + (f"-{slot + 1}" if slot else "")
@@ -269,20 +279,34 @@ def _record_each(held: session.Guarded, shapes: list, hip: bool, budget: int, pr
             worker.on_progress = lambda line: progress(None, None, line)
         return worker
 
-    def record(worker: Worker, index: int) -> tuple:
-        first = groups[index][0]
-        lengths, device = list(keys[first][1]), "cpu" if hip else platform.torch_device
-        return (lengths, *_record_shape(worker, shapes[first].spec, lengths, device, kept))
+    def run_task(worker: Worker, index: int) -> tuple:
+        kind, which = tasks[index]
+        if kind == "trace":
+            return (*_traced_at_shape(worker, shapes[which].spec, kept), "")
+        lengths, device = list(keys[which[0]][1]), "cpu" if hip else platform.torch_device
+        return (lengths, *_record_shape(worker, shapes[which[0]].spec, lengths, device, kept))
 
     def say(done: int, total: int, label: str) -> None:
         if progress:
-            progress(done, total, f"recording {label}")
+            progress(done, total, label)
 
-    found: list = [None] * len(shapes)
-    for group, item in zip(groups, recording_workers.each_shape(labels, count, start, record, say)):
-        for k in group:
+    found, at_shape = [None] * len(shapes), {}
+    for (kind, which), item in zip(tasks, recording_workers.each_shape(labels, count, start, run_task, say)):
+        if kind == "trace" and item is not None:
+            at_shape[which] = item[:-1]
+        for k in (which if kind == "record" else ()):
             found[k] = item
-    return found
+    return found, at_shape
+
+
+def _traced_at_shape(worker: Worker, spec: dict, kept: shared.Recordings | None) -> tuple:
+    """A HIP file checked shorter than `spec`: (the emulator's summary of its launches at the shape itself,
+    traced workgroups alone, "", replayed) or (None, why not, False)."""
+    reply = shared.call(worker, kept, "trace", TRACE_LIMIT_S, args=dict(spec), device="cpu")
+    outcome = reply.get("result") or {}
+    if not reply["ok"] or not outcome.get("good"):
+        return None, (reply.get("message") or outcome.get("message") or "no reply").splitlines()[0], False
+    return reply.get("emulated") or {}, "", bool(reply.get(shared.CACHED))
 
 
 def _recording_worker(held: session.Guarded, purpose: str = "estimate") -> Worker:
@@ -294,12 +318,12 @@ def _recording_worker(held: session.Guarded, purpose: str = "estimate") -> Worke
 
 
 def _hip_launches(hip: bool, lengths: list, emulated: list, batch: int, kv: int,
-                  replayed: int = 0) -> tuple[list, str]:
+                  replayed: int = 0, at_shape: tuple | None = None) -> tuple[list, str]:
     """A HIP file's emulated kernels at one shape as launches to price ([], "" for other files)."""
     if not hip:
         return [], ""
     calls = [(length, hip_launches.one_call(summary)[0]) for length, summary in zip(lengths, emulated)]
-    return hip_launches.launches(calls, batch, kv, replayed)
+    return hip_launches.launches(calls, batch, kv, replayed, at_shape)
 
 
 def _executed_counts(held: session.Guarded, path: mi355x_path.PathPlan, progress,

@@ -8,7 +8,7 @@ top to bottom:
   3. `child_main`: limits, the `import submission` finder, and the request loop over a private pipe.
 The parent side (harness/run/worker.py) sends requests and enforces time limits; this process never
 writes the ledger. Messages are JSON lines:
-  request {"op": "test" | "benchmark" | "profile" | "estimate" | "compile", "args": {...}, "nonce": "<hex>"}
+  request {"op": "test" | "benchmark" | "profile" | "estimate" | "trace" | "compile", "args": {...}, "nonce": "<hex>"}
   reply   {"ok": true, "result": {...}, "standin": "aiter" | null, "nonce": ...} or
           {"ok": false, "status": "error", "message": "...", "import_failed": bool, "nonce": ...}
 A child announces itself with {"ready": true} once torch and reference.py are imported. While a request
@@ -292,6 +292,17 @@ def _run_single_estimate(args: dict, device: str) -> dict:
     return {"good": True, "message": message, "recording": found, "notes": _submission_notes()}
 
 
+def _run_single_trace(args: dict, device: str) -> dict:
+    """`harness estimate` of a HIP file at a shape it was checked shorter than (recording.traced_calls)."""
+    from harness.run import recording
+
+    custom_kernel = _custom_kernel()
+    data = _trusted_object("reference.generate_input")(**args)
+    stopped = recording.traced_calls(custom_kernel, data, device, timing.synchronize)
+    verify_untampered()
+    return {"good": not stopped, "message": stopped, "recording": None, "notes": _submission_notes()}
+
+
 def _run_single_compile(target: str, kernels: list | None = None, preferred: bool = False,
                         died: dict | None = None) -> dict:
     """`harness compile`, the gate, the estimate's kernel model: the file's Triton kernels compiled ahead of time
@@ -324,6 +335,7 @@ OPERATIONS = {
     "benchmark": _run_single_benchmark,
     "profile": _run_single_profile,
     "estimate": _run_single_estimate,
+    "trace": _run_single_trace,
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -231,3 +231,24 @@ def recorded_call(custom_kernel, data, device: str, synchronize) -> dict:
     synchronize(device)
     return recorded()
 
+
+
+def traced_calls(custom_kernel, data, device: str, synchronize) -> str:
+    """A HIP file at a shape it was checked shorter than, on the gfx950 emulator: a first call whose launches
+    run no workgroup (what a first call sets up is then not priced), then one running each launch's traced
+    workgroups alone (the timing model's input: the launches and grids the file picks at the shape itself),
+    unchecked. "" or why it stopped: a workgroup waiting on one that did not run gives no traces (the
+    shorter calls price the shape), as does a file that raises reading what the others did not write."""
+    from harness.emulator import launch_hip
+    from harness.emulator.errors import EmulationFault
+
+    mark = launch_hip.launches_so_far()
+    try:
+        for workgroups in ([], "representative"):
+            with launch_hip.tracing(only_traced=True, workgroups=workgroups):
+                custom_kernel(data)
+            synchronize(device)
+    except EmulationFault as error:
+        launch_hip.forget_since(mark)
+        return f"stopped on the gfx950 emulator: {error}"
+    return ""
