@@ -136,6 +136,7 @@ def test_a_shape_checked_shorter_is_priced_from_its_launches_traced_at_its_own_l
     hip = {p.launch.kernel: p for p in shape.estimate.priced if p.launch.kind == "hip"}
     assert shape.recorded_kv == [64] and set(hip) == {"mla_fp8_mfma_kernel", "mla_merge_splits_kernel"}
     assert hip["mla_fp8_mfma_kernel"].launch.programs == 4  # (split, sequence) blocks at kv 256 itself
+    assert shape.note == "HIP launches traced at kv 256 itself; the rest checked at kv 64, scaled to 256"
     assert all("traced at kv 256 itself, its traced workgroups alone (checked at kv 64)" in p.figures
                for p in hip.values())
     traces = [t for p in hip.values() for _, launched in p.launch.fit.traced for t in launched]

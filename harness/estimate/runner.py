@@ -230,10 +230,12 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
         one, shape.note = launch_lists.scale(recorded[0] if len(recorded) > 1 else None, recorded[-1],
                                              lengths[0] if len(recorded) > 1 else None, lengths[-1], kv)
         shape.recorded_kv = lengths
-        found, failure = _hip_launches(hip, lengths, emulated, batch, kv, replayed, at_shape.get(k))
+        emulated_launches, failure = _hip_launches(hip, lengths, emulated, batch, kv, replayed, at_shape.get(k))
         if failure:
             return f"{batch}×{kv}: {failure}", "fail", [], []
-        priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv) + found
+        if any(getattr(launch.fit, "note", "").startswith("traced at kv") for launch in emulated_launches):
+            shape.note = f"HIP launches traced at kv {kv} itself; the rest {shape.note.replace('recorded', 'checked')}"
+        priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv) + emulated_launches
         risks |= launch_lists.recorded_warnings(one)
         shape.estimate = estimate_shape((batch, kv), priced, model, kernels)
     return "", "pass", path.warnings(platform.describe()), sorted(risks)
