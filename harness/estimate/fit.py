@@ -1,9 +1,10 @@
 """The fit of the cost model to the calibration figures, and its leave-one-file-out test.
 
 Known costs (the Python call, host syncs at their sourced price, and as priors the aiter helper kernels,
-small torch launches and allocations: fixed figures from the facts) are taken off each benchmark-mode figure; what is left is fitted, by least squares on relative error,
-per asm variant a fixed cost, a cost per workgroup per CU and a
-cost per 1,000 serial KV tokens, and for the torch GEMM path a launch and a cost per GB. A coefficient the
+small torch launches and allocations: fixed figures from the facts) are taken off each benchmark-mode
+figure; what is left is fitted, by least squares on relative error, as per asm variant a fixed cost, a
+cost per workgroup per CU and a cost per 1,000 serial KV tokens, and for the torch GEMM path a launch
+and a cost per GB. A coefficient the
 data would make negative is held at zero. The leave-one-file-out drops every figure of one timed file
 (benchmark and ranked rows alike), refits and predicts that file; the band every estimate prints is the
 range of those errors, so it covers them.

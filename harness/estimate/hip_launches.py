@@ -4,11 +4,12 @@ path it takes on MI355X), each kernel's executed counts per wave priced as Trito
 uncalibrated).
 
 Each shape is checked at its own batch and a KV length of whole 32-token tiles (the emulator runs a few
-thousand KV rows a second, not the official shapes); given two lengths, each kernel's counts are fitted per
-wave as a fixed part per workgroup plus a part per KV tile (executed.py), its grid kept as the longer
-recording launched it, and its memory bytes extrapolated linearly in the KV length. The child's "estimate" request
-runs the call twice (checked, then recorded) on one input: the counts are the checked call's, the recorded
-call running only each launch's traced workgroups (one_call: a recorded call run whole is halved in).
+thousand KV rows a second, not the official shapes); given two lengths, each kernel's counts are fitted
+per wave as a fixed part per workgroup plus a part per KV tile (executed.py), its grid kept as the longer
+recording launched it, and its memory bytes extrapolated linearly in the KV length. The child's
+"estimate" request runs the call twice (checked, then recorded) on one input: the counts are the
+checked call's, the recorded call running only each launch's traced workgroups (one_call: a recorded
+call run whole is halved in).
 
 Where the summary names a kernel's traces (TRACES: the .npz files harness/emulator/trace.py saves, one a
 launch; the child traces the recorded call's launches, recordings.py keeps them as files), the kernel is
@@ -16,10 +17,11 @@ priced by the gfx950 timing model (gfx950_timeline.py) instead: its launches' ti
 length, extrapolated linearly in the KV length to the shape's. A kernel without them keeps the counts'
 price, and its row says why.
 
-A shape checked shorter than itself is traced at the shape too (the child's "trace" request: two calls,
-each launch's traced workgroups alone, unchecked): a file picks its launches and grids by the KV length
-(120 splits a long sequence, not a short one), so those traces, not the shorter ones extrapolated, price
-the shape (at_shape). Where that call stopped, the shorter ones do, and the row says why.
+A shape checked shorter than itself is traced at the shape too (the child's "trace" request: a warm-up
+call running no workgroup, then one running each launch's traced workgroups alone, unchecked): a file
+picks its launches and grids by the KV length (120 splits a long sequence, not a short one), so those
+traces, not the shorter ones extrapolated, price the shape (at_shape). Where that call stopped or
+raised, the shorter ones do, and the row says why.
 """
 from __future__ import annotations
 
@@ -87,7 +89,8 @@ def memory_bytes(counts: dict) -> float:
     return float(sum(v for k, v in counts.items() if k.startswith("bytes.") and k not in NOT_MEMORY))
 
 
-def launches(calls: list, batch: int, kv: int, replayed: int = 0, at_shape: tuple | None = None) -> tuple[list, str]:
+def launches(calls: list, batch: int, kv: int, replayed: int = 0,
+             at_shape: tuple | None = None) -> tuple[list, str]:
     """([Launch per HIP kernel], "") from [(kv length, one call's summary)] (shortest first), or ([], why):
     why names a call that launched no HIP kernel (the file took another path than its MI355X one).
     replayed: how many of the calls the shared recordings answered (their traces kept there).
@@ -181,5 +184,12 @@ def traced_at_shape(summary: dict, calls: list, kv: int, replayed: bool) -> tupl
                         replayed=int(replayed), traced=((kv, traces),), kv=kv,
                         note=f"traced at kv {kv} itself, its traced workgroups alone (checked at kv {checked})")
         found.append(Launch("hip", f"{kernel} ({programs} workgroups) {MARK}", count=entry["launches"],
-                            bytes=sum(launch_bytes(t) for t in traces), programs=programs, kernel=kernel, fit=fit))
+                            bytes=sum(launch_bytes(t) for t in traces), programs=programs, kernel=kernel,
+                            fit=fit))
     return found, ""
+
+
+def traced_at(found: list, kv: int) -> bool:
+    """Whether these launches were priced from traces taken at kv itself."""
+    return any(isinstance(launch.fit, TracedFit) and launch.fit.traced and launch.fit.traced[-1][0] == kv
+               for launch in found)

@@ -5,8 +5,8 @@ code object traced at the shape, aiter_launches.py, with the curve below as its 
 per variant: a fixed cost, a cost per workgroup per CU - the batch and split count - and a cost per 1,000 KV
 tokens the busiest CU reads in turn, prices calibration rows and what cannot be traced), each torch GEMM
 (a launch and a cost per GB, fitted to the public GEMM-path figures), each aiter helper kernel and small torch
-launch (fixed costs from the facts), each allocation, and each host sync (sourced: data/gfx950_figures.json's
-host_sync_us). Nothing is invented: a
+launch (fixed costs from the facts), each allocation, and each host sync (sourced: host_sync_us in
+data/gfx950_figures.json). Nothing is invented: a
 variant with no calibration figure is bounded by the calibrated variants at the same schedule, torch.compile
 and TunableOp scale the GEMM path by their one public pair each (band: no effect to that effect), and bytes of
 other torch ops and of Triton kernels are priced between the 8 TB/s peak and the slowest effective bandwidth
@@ -15,6 +15,7 @@ compile is priced by the kernel model instead (harness/estimate/kernel_model.py)
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 
@@ -25,6 +26,7 @@ from harness.estimate.kernel_model import UNCALIBRATED
 SYNC_SOURCE = "KS-SYNC, data/gfx950_figures.json"
 
 
+@functools.cache
 def host_sync_us() -> float:
     """What one host sync in the call costs on MI355X: a sourced figure, not fitted (one public file syncs)."""
     from harness.estimate.gfx950_timeline import load_figures

@@ -233,8 +233,8 @@ def _record_shapes(held: session.Guarded, shapes: list, model: Model, budget: in
         emulated_launches, failure = _hip_launches(hip, lengths, emulated, batch, kv, replayed, at_shape.get(k))
         if failure:
             return f"{batch}×{kv}: {failure}", "fail", [], []
-        if any(getattr(launch.fit, "note", "").startswith("traced at kv") for launch in emulated_launches):
-            shape.note = f"HIP launches traced at kv {kv} itself; the rest {shape.note.replace('recorded', 'checked')}"
+        if kv not in lengths and hip_launches.traced_at(emulated_launches, kv):
+            shape.note = f"HIP launches traced at kv {kv} itself; the rest checked at kv {lengths[-1]}, scaled to {kv}"
         priced = path.launches(launch_lists.from_recording(one, path.effects), batch, kv) + emulated_launches
         risks |= launch_lists.recorded_warnings(one)
         shape.estimate = estimate_shape((batch, kv), priced, model, kernels)
@@ -288,12 +288,8 @@ def _record_each(held: session.Guarded, shapes: list, hip: bool, budget: int, pr
         lengths, device = list(keys[which[0]][1]), "cpu" if hip else platform.torch_device
         return (lengths, *_record_shape(worker, shapes[which[0]].spec, lengths, device, kept))
 
-    def say(done: int, total: int, label: str) -> None:
-        if progress:
-            progress(done, total, label)
-
     found, at_shape = [None] * len(shapes), {}
-    for (kind, which), item in zip(tasks, recording_workers.each_shape(labels, count, start, run_task, say)):
+    for (kind, which), item in zip(tasks, recording_workers.each_shape(labels, count, start, run_task, progress)):
         if kind == "trace" and item is not None:
             at_shape[which] = item[:-1]
         for k in (which if kind == "record" else ()):
